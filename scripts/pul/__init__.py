@@ -1,0 +1,1 @@
+"""The Play Under Load lab driver (Python 3 standard library only)."""

@@ -1,0 +1,150 @@
+"""Running a lab's bench.sh and reading what ApacheBench printed."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import LoadFailed
+from .procs import Children
+from .progress import Progress
+
+
+@dataclass
+class AbResult:
+    """One ab run, in the units the results files use."""
+
+    command: str
+    complete: int
+    failed: int
+    non_2xx: int
+    requests_per_sec: float
+    duration_s: float
+    mean_ms: float            # mean latency, integrated from ab's 0..100 % percentiles
+    ab_mean_ms: float | None  # ab's own "Total" mean (whole milliseconds)
+    ab_time_per_request_ms: float  # ab's "Time per request (mean)" = c * duration / complete
+    percentiles: dict[int, float] = field(default_factory=dict)  # 0..100 -> ms
+    errors: list[str] = field(default_factory=list)
+
+    def pct(self, p: int) -> float:
+        return self.percentiles[p]
+
+
+_NUMBER = r"([0-9]+(?:\.[0-9]+)?)"
+
+
+def _find(pattern: str, text: str) -> str | None:
+    match = re.search(pattern, text, re.M)
+    return match.group(1) if match else None
+
+
+def parse(output: str, percentiles_csv: str) -> AbResult:
+    """Parse ab's report and its -e percentile file; LoadFailed if ab stopped short."""
+    complete = _find(r"^Complete requests:\s+(\d+)", output)
+    rps = _find(rf"^Requests per second:\s+{_NUMBER}", output)
+    if complete is None or rps is None:
+        raise LoadFailed("ab did not print a report:\n" + _tail(output))
+    percentiles: dict[int, float] = {}
+    for line in percentiles_csv.splitlines()[1:]:
+        pct, _, ms = line.partition(",")
+        if pct.strip().isdigit():
+            percentiles[int(pct)] = float(ms)
+    if len(percentiles) != 101:
+        raise LoadFailed("ab wrote no latency percentiles (nothing completed?):\n" + _tail(output))
+    # The quantile function integrates to the mean: trapezoids over 0..100 %.
+    mean = sum((percentiles[i] + percentiles[i + 1]) / 2 for i in range(100)) / 100
+    total = re.search(r"^Total:\s+(\d+)\s+(\d+)", output, re.M)
+    command = _find(r"^\$ (ab .+)$", output) or "ab"
+    errors = sorted({line.strip() for line in output.splitlines()
+                     if line.startswith(("apr_", "ab: "))})
+    return AbResult(
+        command=command,
+        complete=int(complete),
+        failed=int(_find(r"^Failed requests:\s+(\d+)", output) or 0),
+        non_2xx=int(_find(r"^Non-2xx responses:\s+(\d+)", output) or 0),
+        requests_per_sec=float(rps),
+        duration_s=float(_find(rf"^Time taken for tests:\s+{_NUMBER}", output) or 0),
+        mean_ms=round(mean, 3),
+        ab_mean_ms=float(total.group(2)) if total else None,
+        ab_time_per_request_ms=float(_find(rf"^Time per request:\s+{_NUMBER} \[ms\] \(mean\)$", output) or 0),
+        percentiles=percentiles,
+        errors=errors,
+    )
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+@dataclass
+class BenchRun:
+    """bench.sh started in the background; finish() waits and parses."""
+
+    children: Children
+    bench: Path
+    variant: str
+    base_url: str
+    concurrency: int
+    requests: int
+    time_limit: int
+    output: Path
+    load_cpus: str | None
+    keep_alive: bool = False
+    extra_env: dict | None = None
+
+    def start(self) -> "BenchRun":
+        self.csv = self.output.with_suffix(".percentiles.csv")
+        env = {
+            "BASE_URL": self.base_url,
+            "CONCURRENCY": str(self.concurrency),
+            "REQUESTS": str(self.requests),
+            "TIME_LIMIT": str(self.time_limit),
+            "PERCENTILES_CSV": str(self.csv),
+            "KEEP_ALIVE": "1" if self.keep_alive else "0",
+            **(self.extra_env or {}),
+        }
+        args = [str(self.bench), self.variant]
+        if self.load_cpus is not None:
+            args = ["taskset", "-c", self.load_cpus, *args]
+        self.output.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.output.open("w")
+        self.child = self.children.start(args, env={**os.environ, **env}, stdout=self._log,
+                                         name=f"ab {self.variant}")
+        self.started = time.monotonic()
+        return self
+
+    def completed_so_far(self) -> int:
+        matches = re.findall(r"^Completed (\d+) requests", self.output.read_text(errors="replace"), re.M)
+        return int(matches[-1]) if matches else 0
+
+    def wait(self, progress: Progress | None, server_alive=lambda: True, label: str = "") -> None:
+        deadline = self.started + self.time_limit + 45
+        while self.child.poll() is None:
+            if time.monotonic() > deadline:
+                self.children.stop(self.child)
+                raise LoadFailed(f"ab did not finish within {self.time_limit + 45}s; stopped it.")
+            if not server_alive():
+                self.children.stop(self.child)
+                return
+            if progress:
+                progress.update(f"{label or self.variant}: {self.completed_so_far()}/{self.requests} requests")
+            time.sleep(0.25)
+        self.children.stop(self.child)
+
+    def interrupt(self) -> None:
+        """Ask ab to stop and print what it has (ab reports on SIGINT)."""
+        self.child.signal_group(signal.SIGINT)
+        try:
+            self.child.wait(10)
+        finally:
+            self.children.stop(self.child)
+
+    def result(self) -> AbResult:
+        self._log.close()
+        text = self.output.read_text(errors="replace")
+        csv = self.csv.read_text() if self.csv.exists() else ""
+        return parse(text, csv)

@@ -1,0 +1,47 @@
+"""Errors the driver reports to the user, each with its own exit code."""
+
+from __future__ import annotations
+
+
+class LabError(Exception):
+    """A failure the user can act on; the message says what to do."""
+
+    exit_code = 1
+
+
+class UsageError(LabError):
+    exit_code = 2
+
+
+class MissingTool(LabError):
+    exit_code = 3
+
+
+class PortBusy(LabError):
+    exit_code = 4
+
+
+class ServerFailed(LabError):
+    exit_code = 5
+
+
+class BuildFailed(LabError):
+    exit_code = 6
+
+
+class LoadFailed(LabError):
+    exit_code = 7
+
+
+EXIT_CODES = {
+    0: "success",
+    1: "other failure",
+    2: "bad command line (unknown lab, bad option)",
+    3: "a tool is missing (the message says how to install it)",
+    4: "the chosen port is taken",
+    5: "the server did not start, or stopped during the run",
+    6: "the lab did not build",
+    7: "the load generator failed",
+    130: "interrupted (Ctrl-C); everything started was stopped",
+    143: "terminated (SIGTERM); everything started was stopped",
+}

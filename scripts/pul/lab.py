@@ -1,0 +1,176 @@
+"""What a lab is, for the driver: its steps, its prediction, its book artifacts.
+
+Each lab has a module `pul.labs.labNN` holding a `LAB = Lab(...)` object (or a
+subclass for labs that need more: a database, a sweep, repetitions). The Play
+project and its bench.sh live in `labs/NN-name/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from . import tools
+from .errors import UsageError
+
+REPO = Path(__file__).resolve().parents[2]
+LABS_DIR = REPO / "labs"
+
+
+@dataclass
+class Step:
+    """One measured row: one bench.sh variant at one concurrency on one server set-up."""
+
+    name: str
+    bench_variant: str
+    concurrency: int
+    requests: int
+    # -D properties for the server. Steps with different properties get a server of their own.
+    server_props: dict[str, str] = field(default_factory=dict)
+    # Key in the app's /pools report whose `threads` bound the throughput (None: no pool bound).
+    pool: str | None = None
+    # Time one request holds a thread, in ms, for Little's law (None: no prediction).
+    service_ms: float | None = None
+    # A URL path polled 20 times a second *during* this step, to see if the server still answers.
+    probe: str | None = None
+    keep_alive: bool = False
+    warmup_requests: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Prediction:
+    requests_per_sec: float | None
+    explanation: str
+
+
+class Lab:
+    """A lab with Little's-law predictions from its pools; subclass to change any part."""
+
+    # Generic options every lab understands; a lab lists the ones that apply to it.
+    OPTION_HELP = {
+        "concurrency": "requests in flight at once (ab -c)",
+        "requests": "requests per variant (ab -n)",
+        "pool_size": "threads in the lab's dedicated pool",
+        "work_ms": "blocking work per request, in ms",
+    }
+
+    def __init__(self, number: str, title: str, summary: str, defaults: dict,
+                 tools_needed: tuple = tools.BASE_TOOLS):
+        self.number = number
+        self.title = title
+        self.summary = summary
+        self.defaults = defaults
+        self.tools_needed = tools_needed
+
+    # -- identity ---------------------------------------------------------
+    @property
+    def dir(self) -> Path:
+        matches = sorted(LABS_DIR.glob(f"{self.number}-*"))
+        return matches[0]
+
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    @property
+    def bench(self) -> Path:
+        return self.dir / "bench.sh"
+
+    # -- command line -----------------------------------------------------
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Options of this lab (the generic ones it uses, plus its own)."""
+        for key, default in self.defaults.items():
+            if key in self.OPTION_HELP:
+                parser.add_argument("--" + key.replace("_", "-"), type=int, default=default, metavar="N",
+                                    help=f"{self.OPTION_HELP[key]} (default {default})")
+
+    def params(self, options: argparse.Namespace) -> dict:
+        params = {key: getattr(options, key) for key in self.defaults if hasattr(options, key)}
+        for key, value in params.items():
+            if isinstance(value, int) and value < 1:
+                raise UsageError(f"--{key.replace('_', '-')} must be at least 1 (got {value})")
+        return params
+
+    # -- what to run ------------------------------------------------------
+    def variants(self) -> list[str]:
+        """Variant names, in the order they run."""
+        return [step.name for step in self.steps(dict(self.defaults))]
+
+    def server_properties(self, params: dict) -> dict[str, str]:
+        """-D properties every server of this lab gets (params under the `lab.` prefix)."""
+        return {f"lab.{key.replace('_', '-')}": str(value) for key, value in params.items()
+                if key in ("pool_size", "work_ms")}
+
+    def steps(self, params: dict) -> list[Step]:
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def services(self, context) -> Iterator[dict[str, str]]:
+        """Things the server needs running first (a database); yields extra -D properties."""
+        yield {}
+
+    # -- prediction -------------------------------------------------------
+    def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
+        """Little's law: throughput <= min(concurrency, threads) / service time."""
+        if step.service_ms is None:
+            return Prediction(None, "no prediction")
+        if step.pool is None:
+            in_service = step.concurrency
+            why = f"{step.concurrency} in flight (no pool bound)"
+        else:
+            threads = pools["pools"][step.pool]["threads"]
+            in_service = min(step.concurrency, threads)
+            why = f"min({step.concurrency} in flight, {threads} {step.pool} threads)"
+        return Prediction(round(in_service / (step.service_ms / 1000.0), 1),
+                          f"{why} / {step.service_ms:g} ms")
+
+    # -- results ----------------------------------------------------------
+    def summary_notes(self, results: dict) -> list[str]:
+        """Lines printed under the table (lab-specific observations)."""
+        return []
+
+    def report(self, results: dict) -> dict[str, str]:
+        """Book artifacts, {path relative to the repository: content}, from a results file."""
+        return {}
+
+
+def _module_name(number: str) -> str:
+    return f"pul.labs.lab{number}"
+
+
+def all_labs() -> list[tuple[str, Path, Lab | None]]:
+    """(number, directory, Lab or None when the driver has no module for it)."""
+    found = []
+    for lab_dir in sorted(LABS_DIR.glob("[0-9][0-9]-*")):
+        if not lab_dir.is_dir():
+            continue
+        number = lab_dir.name[:2]
+        try:
+            module = importlib.import_module(_module_name(number))
+            found.append((number, lab_dir, module.LAB))
+        except ModuleNotFoundError as error:
+            if error.name != _module_name(number):
+                raise
+            found.append((number, lab_dir, None))
+    return found
+
+
+def resolve(name: str) -> Lab:
+    """A lab from `01`, `1`, `01-non-blocking` or `labs/01-non-blocking/`."""
+    labs = all_labs()
+    wanted = Path(name.rstrip("/")).name
+    match = re.match(r"^(\d{1,2})(?:-|$)", wanted)
+    for number, lab_dir, lab in labs:
+        if wanted == lab_dir.name or (match and int(match.group(1)) == int(number)
+                                      and (wanted == match.group(1) or wanted == lab_dir.name)):
+            if lab is None:
+                raise UsageError(f"lab {lab_dir.name} has no driver support yet.")
+            return lab
+    listing = "\n".join(f"  {lab_dir.name}" for _, lab_dir, _ in labs) or "  (none)"
+    raise UsageError(f"unknown lab {name!r}. The labs are:\n{listing}")

@@ -1,0 +1,84 @@
+"""Lab 01: blocking work on Play's default dispatcher, and moved to a pool of its own."""
+
+from __future__ import annotations
+
+from .. import report
+from ..lab import Lab, Step
+from ..results import machine_line, markdown_table
+
+LANGUAGES = ("java", "scala")
+
+
+class NonBlocking(Lab):
+    def steps(self, params: dict) -> list[Step]:
+        steps = []
+        for language in LANGUAGES:
+            for kind, pool in (("blocking", "default"), ("offloaded", "offload")):
+                name = f"{language}-{kind}"
+                steps.append(Step(name=name, bench_variant=name, concurrency=params["concurrency"],
+                                  requests=params["requests"], pool=pool, service_ms=params["work_ms"],
+                                  probe="/status"))
+        return steps
+
+    def summary_notes(self, results: dict) -> list[str]:
+        by_name = {v["name"]: v for v in results["variants"]}
+        notes = []
+        for language in LANGUAGES:
+            blocking, offloaded = by_name.get(f"{language}-blocking"), by_name.get(f"{language}-offloaded")
+            if blocking and offloaded:
+                notes.append(f"{language}: offloading gave {offloaded['requests_per_sec'] / blocking['requests_per_sec']:.1f}x "
+                             "the throughput of blocking on the default dispatcher.")
+        for v in results["variants"]:
+            if v["probe"]:
+                notes.append(f"{v['name']}: /status answered in {v['probe']['p50_ms']:.1f} ms "
+                             f"(p99 {v['probe']['p99_ms']:.1f} ms) while the load ran.")
+        return notes
+
+    def report(self, results: dict) -> dict[str, str]:
+        table = markdown_table(results) + "\n" + machine_line(results) + "\n"
+        probe_rows = ["| variant under load | /status p50 ms | /status p99 ms | /status max ms |",
+                      "|:---|---:|---:|---:|"]
+        for v in results["variants"]:
+            if v["probe"]:
+                p = v["probe"]
+                probe_rows.append(f"| {v['name']} | {p['p50_ms']:.1f} | {p['p99_ms']:.1f} | {p['max_ms']:.1f} |")
+        summary = "\n".join(f"- {note}" for note in self.summary_notes(results)) + "\n"
+        return {
+            "book/src/generated/lab01-table.md": table,
+            "book/src/generated/lab01-status-table.md": "\n".join(probe_rows) + "\n",
+            "book/src/generated/lab01-summary.md": summary,
+            "book/src/figures/lab01-throughput.svg": throughput_figure(results),
+        }
+
+
+def throughput_figure(results: dict) -> str:
+    """Measured and predicted requests per second, one pair of bars per variant."""
+    data = "\n".join(f'"{v["name"]}" {v["requests_per_sec"]:.1f} {v["predicted_requests_per_sec"] or 0:.1f}'
+                     for v in results["variants"])
+    params = results["params"]
+    script = report.svg_header() + f"""
+set title "Lab 01: {params['work_ms']} ms of blocking work per request, {params['concurrency']} requests in flight"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set ylabel "requests per second"
+set yrange [0:*]
+set grid ytics
+set key top left
+set xtics nomirror
+$data << EOD
+{data}
+EOD
+plot $data using 2:xtic(1) title "measured" linecolor rgb "#1f77b4", \\
+     '' using 3 title "predicted (Little's law)" linecolor rgb "#bbbbbb"
+"""
+    return report.gnuplot_svg(script)
+
+
+LAB = NonBlocking(
+    number="01",
+    title="Non-blocking actions",
+    summary="30 ms of blocking work on Play's default dispatcher vs. on a dedicated pool (Java and Scala).",
+    defaults={"concurrency": 50, "requests": 2000, "pool_size": 100, "work_ms": 30},
+)

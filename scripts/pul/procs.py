@@ -1,0 +1,166 @@
+"""Child processes that never outlive the driver.
+
+Every child (sbt, the Play server, ab, PostgreSQL) is started in a session of
+its own, so a Ctrl-C typed in the terminal reaches only the driver, and the
+driver decides the order in which things stop. Each child's environment
+carries PUL_RUN_ID, which lets the tests find anything left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import IO, Iterator, Sequence
+
+RUN_ID_VARIABLE = "PUL_RUN_ID"
+
+
+class Interrupted(Exception):
+    """Raised in the main thread when the driver gets SIGINT or SIGTERM."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def run_id() -> str:
+    """The token every child of this run carries (kept if the caller set one)."""
+    existing = os.environ.get(RUN_ID_VARIABLE)
+    if not existing:
+        existing = uuid.uuid4().hex[:12]
+        os.environ[RUN_ID_VARIABLE] = existing
+    return existing
+
+
+@contextlib.contextmanager
+def signals_raise() -> Iterator[None]:
+    """Turn SIGINT and SIGTERM into Interrupted, so `finally` blocks clean up."""
+
+    def handler(signum, _frame):
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[list[int]]:
+    """Hold SIGINT/SIGTERM during a clean-up; re-raise the first one afterwards."""
+    received: list[int] = []
+
+    def handler(signum, _frame):
+        received.append(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    if received:
+        raise Interrupted(received[0])
+
+
+class Child:
+    """A process started in its own session; stop() ends its whole group."""
+
+    def __init__(self, args: Sequence[str], *, cwd: Path | None = None, env: dict | None = None,
+                 stdout: IO | int | None = None, stderr: IO | int | None = subprocess.STDOUT,
+                 name: str | None = None):
+        full_env = dict(os.environ if env is None else env)
+        full_env[RUN_ID_VARIABLE] = run_id()
+        self.name = name or Path(args[0]).name
+        self.args = list(args)
+        self.popen = subprocess.Popen(
+            self.args, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+            stdout=stdout, stderr=stderr, start_new_session=True)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.popen.wait(timeout)
+
+    def signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signum)
+
+    def stop(self, grace: float = 10.0) -> int | None:
+        """SIGTERM to the group, then SIGKILL after `grace` seconds."""
+        if self.popen.poll() is None:
+            self.signal_group(signal.SIGTERM)
+            try:
+                self.popen.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.signal_group(signal.SIGKILL)
+                self.popen.wait(5)
+        # The leader may be gone while others in its group still run.
+        self.signal_group(signal.SIGKILL)
+        return self.popen.returncode
+
+
+class Children:
+    """Every child of this run, stopped in reverse order of starting."""
+
+    def __init__(self) -> None:
+        self._children: list[Child] = []
+
+    def start(self, args: Sequence[str], **kwargs) -> Child:
+        child = Child(args, **kwargs)
+        self._children.append(child)
+        return child
+
+    def stop(self, child: Child, grace: float = 10.0) -> int | None:
+        code = child.stop(grace)
+        with contextlib.suppress(ValueError):
+            self._children.remove(child)
+        return code
+
+    def stop_all(self) -> None:
+        with signals_deferred():
+            for child in reversed(self._children):
+                child.stop(grace=5.0)
+            self._children.clear()
+
+
+def processes_with_run_id(token: str) -> list[int]:
+    """PIDs of live processes whose environment carries this run's token."""
+    needle = f"{RUN_ID_VARIABLE}={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

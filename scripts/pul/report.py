@@ -1,0 +1,60 @@
+"""Book artifacts (tables, figures, generated sentences) made from committed results.
+
+`scripts/lab report` rewrites them; `scripts/lab report --check` fails when a
+committed artifact differs from what its results file gives, so the book can
+never show a number that no run produced.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from .errors import LabError
+from .lab import Lab
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def render(lab: Lab) -> dict[Path, str]:
+    latest = lab.dir / "results" / "latest.json"
+    if not latest.exists():
+        return {}
+    from .results import load
+
+    return {REPO / rel: content for rel, content in lab.report(load(latest)).items()}
+
+
+def write_lab(lab: Lab, data: dict) -> list[Path]:
+    written = []
+    for rel, content in lab.report(data).items():
+        path = REPO / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+        written.append(path)
+    return written
+
+
+def stale(lab: Lab) -> list[Path]:
+    """Artifacts whose committed content differs from what latest.json gives."""
+    return [path for path, content in render(lab).items()
+            if not path.exists() or path.read_text() != content]
+
+
+def gnuplot_svg(script: str) -> str:
+    """Run a gnuplot script that writes SVG to stdout; return the SVG text."""
+    try:
+        result = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise LabError("gnuplot is needed to draw the figures: apt-get install gnuplot-nox")
+    if result.returncode != 0:
+        raise LabError(f"gnuplot failed:\n{result.stderr}")
+    return result.stdout
+
+
+SVG_TERMINAL = ('set terminal svg size {w},{h} dynamic enhanced font "Helvetica,13" background "white"\n'
+                "set output\n")
+
+
+def svg_header(width: int = 760, height: int = 420) -> str:
+    return SVG_TERMINAL.format(w=width, h=height)

@@ -1,0 +1,101 @@
+"""Results files (the contract other tools read) and the tables made from them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = REPO / "scripts" / "results.schema.json"
+SCHEMA_VERSION = 1
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def stamp(moment: datetime) -> str:
+    """A timestamp usable in file names on every OS (no colons)."""
+    return moment.strftime("%Y-%m-%dT%H-%M-%SZ")
+
+
+def write(results: dict, results_dir: Path, run_stamp: str) -> Path:
+    """`<stamp>.json`, copied to `latest.json`."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / f"{run_stamp}.json"
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    shutil.copyfile(path, results_dir / "latest.json")
+    return path
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+# -- tables ----------------------------------------------------------------
+
+def _fmt(value, digits: int = 0) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+STANDARD_COLUMNS = [
+    # (heading, function of a variant, right-aligned)
+    ("variant", lambda v: v["name"], False),
+    ("req/s", lambda v: _fmt(v["requests_per_sec"], 0), True),
+    ("mean ms", lambda v: _fmt(v["mean_ms"], 1), True),
+    ("p50 ms", lambda v: _fmt(v["p50_ms"], 1), True),
+    ("p99 ms", lambda v: _fmt(v["p99_ms"], 1), True),
+    ("failed", lambda v: _fmt(v["failed"]), True),
+    ("non-2xx", lambda v: _fmt(v["non_2xx"]), True),
+    ("server CPU", lambda v: f"{v['server_cpu_utilization']:.0%}" if v.get("server_cpu_utilization") is not None else "–", True),
+    ("predicted req/s", lambda v: _fmt(v["predicted_requests_per_sec"], 0), True),
+    ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
+]
+
+
+def rows(results: dict, columns=None) -> tuple[list[str], list[list[str]], list[bool]]:
+    columns = columns or STANDARD_COLUMNS
+    headings = [c[0] for c in columns]
+    body = [[c[1](v) for c in columns] for v in results["variants"]]
+    return headings, body, [c[2] for c in columns]
+
+
+def text_table(results: dict, columns=None) -> str:
+    headings, body, right = rows(results, columns)
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headings)]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)).rstrip()
+
+    return "\n".join([line(headings), line(["-" * w for w in widths]), *(line(r) for r in body)])
+
+
+def markdown_table(results: dict, columns=None) -> str:
+    headings, body, right = rows(results, columns)
+    out = ["| " + " | ".join(headings) + " |",
+           "|" + "|".join("---:" if r else ":---" for r in right) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in body]
+    return "\n".join(out) + "\n"
+
+
+def machine_line(results: dict) -> str:
+    """One sentence saying where and when a result was measured."""
+    m = results["machine"]
+    pin = m.get("pinning") or {}
+    pinning = (f"server on CPU {pin['server_cpus']}, load generator on CPU {pin['load_cpus']}"
+               if pin.get("server_cpus") is not None else "not pinned")
+    return (f"Measured {results['started_at'][:10]} on {m['cpu_model']} ({m['cores']} cores, "
+            f"{m['memory_gib']} GiB), {m['os']}, {m['jdk']}, Play {m['play']}, ab {m['ab']}; {pinning}; "
+            f"load average {m['load_average_at_start']} at start.")

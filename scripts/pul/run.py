@@ -1,0 +1,293 @@
+"""`scripts/lab run`: build, start, warm up, measure, stop, report."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shlex
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import machine, report, results, tools
+from .ab import AbResult, BenchRun
+from .errors import LabError, ServerFailed, UsageError
+from .lab import Lab, Step
+from .probe import StatusPoller
+from .procs import Children, run_id
+from .progress import Progress
+from .server import Server, build, check_port, free_port
+
+WARMUP_MAX_ROUNDS = 6
+WARMUP_SETTLED = 0.10  # two rounds within 10% of each other: warm enough
+LOCK_PATH = Path(tempfile.gettempdir()) / "play-under-load.bench.lock"
+
+
+@dataclass
+class RunOptions:
+    port: int | None = None
+    variants: tuple[str, ...] = ()
+    rebuild: bool = False
+    pin: bool = True
+    server_cpus: str | None = None
+    load_cpus: str | None = None
+    warmup: int | None = None
+    time_limit: int = 120
+    results_dir: Path | None = None
+    write_report: bool = True
+    quiet: bool = False
+
+
+def pinning(options: RunOptions) -> dict:
+    """Server and load generator on different cores, when there are at least two."""
+    cores = os.cpu_count() or 1
+    if not options.pin:
+        return {"server_cpus": None, "load_cpus": None, "reason": "--no-pin"}
+    if cores < 2 and options.server_cpus is None:
+        return {"server_cpus": None, "load_cpus": None, "reason": "only one CPU"}
+    return {"server_cpus": options.server_cpus or "0",
+            "load_cpus": options.load_cpus or "1",
+            "reason": "server and load generator on different cores"}
+
+
+@contextlib.contextmanager
+def bench_lock(progress: Progress):
+    """One measurement at a time per machine: two at once would measure each other."""
+    if os.environ.get("PUL_BENCH_LOCK_HELD") == "1":
+        yield
+        return
+    with LOCK_PATH.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress.step(f"waiting for another measurement on this machine to finish (lock {LOCK_PATH})")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        os.environ["PUL_BENCH_LOCK_HELD"] = "1"
+        try:
+            yield
+        finally:
+            os.environ.pop("PUL_BENCH_LOCK_HELD", None)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def select_steps(lab: Lab, params: dict, wanted: tuple[str, ...]) -> list[Step]:
+    steps = lab.steps(params)
+    if not wanted:
+        return steps
+    names = [s.name for s in steps]
+    unknown = [w for w in wanted if w not in names]
+    if unknown:
+        raise UsageError(f"unknown variant(s) {', '.join(unknown)} for lab {lab.name}. "
+                         f"Variants: {', '.join(names)}")
+    return [s for s in steps if s.name in wanted]
+
+
+def _cpu_set(cpus: str) -> set[int]:
+    chosen: set[int] = set()
+    for part in cpus.split(","):
+        low, _, high = part.partition("-")
+        chosen.update(range(int(low), int(high or low) + 1))
+    return chosen
+
+
+def group_by_server(steps: list[Step]) -> list[tuple[dict, list[Step]]]:
+    """Consecutive steps with the same server properties share one server start."""
+    groups: list[tuple[dict, list[Step]]] = []
+    for step in steps:
+        if groups and groups[-1][0] == step.server_props:
+            groups[-1][1].append(step)
+        else:
+            groups.append((step.server_props, [step]))
+    return groups
+
+
+class Context:
+    """What a lab's services() hook may use."""
+
+    def __init__(self, children: Children, progress: Progress, work_dir: Path):
+        self.children = children
+        self.progress = progress
+        self.work_dir = work_dir
+
+
+def _bench(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, children: Children,
+           requests: int, output: Path) -> BenchRun:
+    return BenchRun(children, lab.bench, step.bench_variant, server.base_url, step.concurrency, requests,
+                    options.time_limit, output, pin["load_cpus"], keep_alive=step.keep_alive,
+                    extra_env=step.extra.get("bench_env")).start()
+
+
+def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
+            children: Children, progress: Progress) -> None:
+    """Repeat warm-up rounds until two in a row agree within 10% (at most 6)."""
+    warmup = options.warmup if options.warmup is not None else (
+        step.warmup_requests if step.warmup_requests is not None else max(200, step.requests // 5))
+    previous = None
+    for round_number in range(1, WARMUP_MAX_ROUNDS + 1 if warmup > 0 else 1):
+        progress.step(f"{step.name}: warm-up round {round_number} ({warmup} requests, c={step.concurrency})")
+        run = _bench(lab, step, server, options, pin, children, warmup, raw_dir / f"{step.name}.warmup.txt")
+        run.wait(progress, server.alive, "warm-up")
+        _check_alive(server, step)
+        rate = run.result().requests_per_sec
+        if previous is not None and abs(rate - previous) <= WARMUP_SETTLED * previous:
+            return
+        previous = rate
+
+
+def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
+            children: Children, progress: Progress) -> tuple[AbResult, dict | None, dict]:
+    progress.step(f"{step.name}: measuring ({step.requests} requests, c={step.concurrency})")
+    poller = StatusPoller(server.base_url + step.probe) if step.probe else None
+    cpu_before, clock_before = server.cpu_seconds(), time.monotonic()
+    main = _bench(lab, step, server, options, pin, children, step.requests, raw_dir / f"{step.name}.ab.txt")
+    if poller:
+        poller.start()
+    main.wait(progress, server.alive)
+    cpu_used, elapsed = server.cpu_seconds() - cpu_before, time.monotonic() - clock_before
+    probe = poller.finish() if poller else None
+    _check_alive(server, step)
+    return main.result(), probe, {"cpu_seconds": round(cpu_used, 2),
+                                  "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None}
+
+
+def _check_alive(server: Server, step: Step) -> None:
+    if not server.alive():
+        raise ServerFailed(f"the server stopped during {step.name}. Last lines of its log "
+                           f"({server.log_path}):\n{server.log_tail()}")
+
+
+def variant_record(lab: Lab, step: Step, ab: AbResult, probe: dict | None, cpu: dict, pools: dict,
+                   params: dict, raw_dir: Path, results_dir: Path) -> dict:
+    prediction = lab.predict(step, pools, params)
+    predicted = prediction.requests_per_sec
+    record = {
+        "name": step.name,
+        "concurrency": step.concurrency,
+        "requests": step.requests,
+        "complete": ab.complete,
+        "requests_per_sec": ab.requests_per_sec,
+        "mean_ms": ab.mean_ms,
+        "p50_ms": ab.pct(50),
+        "p90_ms": ab.pct(90),
+        "p99_ms": ab.pct(99),
+        "max_ms": ab.pct(100),
+        "failed": ab.failed,
+        "non_2xx": ab.non_2xx,
+        "errors": ab.errors,
+        "duration_s": ab.duration_s,
+        "predicted_requests_per_sec": predicted,
+        "measured_over_predicted": round(ab.requests_per_sec / predicted, 3) if predicted else None,
+        "prediction": prediction.explanation,
+        "pool": step.pool,
+        "pool_threads": pools["pools"][step.pool]["threads"] if step.pool else None,
+        "service_ms": step.service_ms,
+        "server_properties": step.server_props,
+        "ab_command": ab.command,
+        "ab_output": str((raw_dir / f"{step.name}.ab.txt").relative_to(results_dir)),
+        "ab_mean_ms": ab.ab_mean_ms,
+        "ab_time_per_request_ms": ab.ab_time_per_request_ms,
+        # Server CPU during the measured run: utilisation 1.0 per core it may use.
+        "server_cpu_seconds": cpu["cpu_seconds"],
+        "server_cpu_utilization": cpu["utilization"],
+        "server_cpu_ms_per_request": round(cpu["cpu_seconds"] * 1000 / ab.complete, 3) if ab.complete else None,
+        "probe": None if probe is None else {"path": step.probe, **probe},
+        "extra": {k: v for k, v in step.extra.items() if k != "bench_env"},
+    }
+    return record
+
+
+def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
+    progress = Progress(quiet=options.quiet)
+    children = Children()
+    token = run_id()
+    started = results.utc_now()
+    steps = select_steps(lab, params, options.variants)
+    if options.port is not None:
+        check_port(options.port)
+    found = tools.ensure(lab.tools_needed, progress)
+    pin = pinning(options)
+    if pin["load_cpus"] is not None:
+        # The driver's own polling belongs with the load generator, off the server's core.
+        os.sched_setaffinity(0, _cpu_set(pin["load_cpus"]))
+    results_dir = options.results_dir or (lab.dir / "results")
+    run_stamp = results.stamp(started)
+    raw_dir = results_dir / run_stamp
+    work_dir = lab.dir / "target" / "pul"
+    variants: list[dict] = []
+    pools_seen: dict = {}
+    try:
+        with bench_lock(progress):
+            script = build(lab.dir, children, progress, force=options.rebuild)
+            with lab.services(Context(children, progress, work_dir)) as service_props:
+                for props, group in group_by_server(steps):
+                    port = options.port or free_port()
+                    server = Server(script, port, work_dir / "server.log", pin["server_cpus"],
+                                    {**lab.server_properties(params), **service_props, **props})
+                    try:
+                        server.start(children, progress)
+                        pools = server.pools()
+                        pools_seen = pools_seen or pools
+                        # Warm every variant first: the JIT's work for one variant speeds up
+                        # the others, so measuring right after each one's own warm-up would
+                        # favour whichever runs last.
+                        for step in group:
+                            warm_up(lab, step, server, options, pin, raw_dir, children, progress)
+                        for step in group:
+                            ab, probe, cpu = measure(lab, step, server, options, pin, raw_dir, children, progress)
+                            record = variant_record(lab, step, ab, probe, cpu, pools, params, raw_dir,
+                                                    results_dir)
+                            variants.append(record)
+                            _print_step(record, progress)
+                    finally:
+                        server.stop(children)
+    finally:
+        children.stop_all()
+    progress.clear()
+    finished = results.utc_now()
+    data = {
+        "schema_version": results.SCHEMA_VERSION,
+        "lab": lab.name,
+        "title": lab.title,
+        "started_at": results.iso(started),
+        "finished_at": results.iso(finished),
+        "duration_s": int((finished - started).total_seconds()),
+        "command": "scripts/lab " + " ".join(shlex.quote(a) for a in argv),
+        "run_id": token,
+        "machine": machine.facts(lab.dir, pin, found.get("ab")),
+        "params": params,
+        "pools": pools_seen,
+        "variants": variants,
+    }
+    path = results.write(data, results_dir, run_stamp)
+    print()
+    print(f"Lab {lab.name}: {lab.title}")
+    print(results.text_table(data))
+    for note in lab.summary_notes(data):
+        print(note)
+    print()
+    print(results.machine_line(data))
+    print(f"Results: {_display(path)} (and latest.json); raw ab output in {_display(raw_dir)}/")
+    if options.write_report and options.results_dir is None:
+        written = report.write_lab(lab, data)
+        if written:
+            print(f"Book tables and figures updated: {', '.join(_display(p) for p in written)}")
+    return data
+
+
+def _print_step(record: dict, progress: Progress) -> None:
+    text = (f"{record['name']}: {record['requests_per_sec']:,.0f} req/s, mean {record['mean_ms']:.1f} ms, "
+            f"p99 {record['p99_ms']:.1f} ms")
+    if record["predicted_requests_per_sec"]:
+        text += f" (predicted {record['predicted_requests_per_sec']:,.0f}, ratio {record['measured_over_predicted']:.2f})"
+    if record["failed"] or record["non_2xx"]:
+        text += f" -- {record['failed']} FAILED, {record['non_2xx']} non-2xx"
+    progress.note(text)
+
+
+def _display(path: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(Path.cwd()))
+    return str(path)
+

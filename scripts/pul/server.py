@@ -1,0 +1,194 @@
+"""Building a lab with sbt and running its production server."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from .errors import BuildFailed, PortBusy, ServerFailed
+from .probe import group_cpu_seconds
+from .procs import Child, Children
+from .progress import Progress
+
+REPO = Path(__file__).resolve().parents[2]
+SBT = REPO / "scripts" / "sbt"
+BUILD_INPUTS = ("app", "conf", "public", "build.sbt", "project/plugins.sbt", "project/build.properties")
+
+
+def _newest_input(lab_dir: Path) -> float:
+    newest = 0.0
+    for name in BUILD_INPUTS:
+        path = lab_dir / name
+        if path.is_file():
+            newest = max(newest, path.stat().st_mtime)
+        elif path.is_dir():
+            for f in path.rglob("*"):
+                if f.is_file():
+                    newest = max(newest, f.stat().st_mtime)
+    return newest
+
+
+def staged_script(lab_dir: Path) -> Path | None:
+    bin_dir = lab_dir / "target" / "universal" / "stage" / "bin"
+    scripts = [p for p in bin_dir.glob("*") if p.is_file() and p.suffix != ".bat"] if bin_dir.is_dir() else []
+    return scripts[0] if len(scripts) == 1 else None
+
+
+def build(lab_dir: Path, children: Children, progress: Progress, force: bool = False) -> Path:
+    """`sbt stage`, skipped when nothing changed since the last successful build."""
+    stamp = lab_dir / "target" / "pul-staged.stamp"
+    script = staged_script(lab_dir)
+    if (not force and script and stamp.exists()
+            and stamp.stat().st_mtime >= _newest_input(lab_dir)):
+        progress.step(f"build: {lab_dir.name} is up to date (use --rebuild to force)")
+        return script
+    log_path = lab_dir / "target" / "pul-build.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    progress.step(f"building {lab_dir.name} (sbt stage; the first build downloads ~270 MB, about a minute)")
+    started_at = time.time()
+    with log_path.open("w") as log:
+        child = children.start([str(SBT), "stage"], cwd=lab_dir, stdout=log, name="sbt")
+        while child.poll() is None:
+            progress.update(_last_line(log_path) or "starting sbt")
+            time.sleep(0.5)
+        children.stop(child)
+    progress.clear()
+    script = staged_script(lab_dir)
+    if child.popen.returncode != 0 or script is None:
+        raise BuildFailed(f"`sbt stage` failed in {lab_dir} (log: {log_path}):\n{_tail(log_path)}")
+    stamp.write_text(f"{started_at}\n")
+    os.utime(stamp, (started_at, started_at))
+    return script
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:100] if lines else ""
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").rstrip().splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def who_listens(port: int) -> str:
+    """A human description of what holds a TCP port, as far as `ss` can tell."""
+    try:
+        out = subprocess.run(["ss", "-Htlnp", f"sport = :{port}"], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=5).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown (ss is not available)"
+    if not out:
+        return "unknown"
+    users = out.split("users:", 1)[-1] if "users:" in out else out
+    return users.strip()
+
+
+def check_port(port: int, host: str = "127.0.0.1") -> None:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            raise PortBusy(f"port {port} on {host} is already in use (held by: {who_listens(port)}). "
+                           "Pick another with --port, or leave --port out to let the driver choose a free one.")
+
+
+class Server:
+    """The staged Play server, on loopback, pinned to its cores, with a fresh secret."""
+
+    def __init__(self, script: Path, port: int, log_path: Path, server_cpus: str | None,
+                 properties: dict[str, str], heap: str = "1g"):
+        self.script = script
+        self.port = port
+        self.log_path = log_path
+        self.server_cpus = server_cpus
+        self.properties = properties
+        self.heap = heap
+        self.child: Child | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        props = {
+            "http.address": "127.0.0.1",
+            "http.port": str(self.port),
+            # Generated per start: the lab never ships a production secret.
+            "play.http.secret.key": secrets.token_urlsafe(48),
+            "pidfile.path": "/dev/null",
+            **self.properties,
+        }
+        args = [str(self.script), f"-J-Xms{self.heap}", f"-J-Xmx{self.heap}",
+                *(f"-D{k}={v}" for k, v in props.items())]
+        if self.server_cpus is not None:
+            args = ["taskset", "-c", self.server_cpus, *args]
+        return args
+
+    def start(self, children: Children, progress: Progress, timeout: float = 90) -> None:
+        check_port(self.port)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("w")
+        progress.step(f"starting the server on {self.base_url}"
+                      + (f", pinned to CPU {self.server_cpus}" if self.server_cpus is not None else ""))
+        self.child = children.start(self.command(), stdout=self._log, name="play server")
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.child.poll() is not None:
+                raise ServerFailed(f"the server exited with code {self.child.popen.returncode} while starting. "
+                                   f"Last lines of {self.log_path}:\n{_tail(self.log_path)}")
+            if self.get("/status", timeout=2) is not None:
+                progress.note(f"server answered after {progress.elapsed():.1f}s")
+                return
+            if time.monotonic() > deadline:
+                raise ServerFailed(f"the server did not answer within {timeout:.0f}s. "
+                                   f"Last lines of {self.log_path}:\n{_tail(self.log_path)}")
+            progress.update("waiting for the server to answer /status")
+            time.sleep(0.3)
+
+    def alive(self) -> bool:
+        return self.child is not None and self.child.poll() is None
+
+    def get(self, path: str, timeout: float = 10) -> bytes | None:
+        try:
+            with urllib.request.urlopen(self.base_url + path, timeout=timeout) as response:
+                return response.read()
+        except (urllib.error.URLError, OSError):
+            return None
+
+    def pools(self) -> dict:
+        body = self.get("/pools")
+        if body is None:
+            raise ServerFailed(f"the server did not answer /pools. Last lines of {self.log_path}:\n{self.log_tail()}")
+        return json.loads(body)
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server has used so far (its whole process group)."""
+        return group_cpu_seconds(self.child.pid) if self.child else 0.0
+
+    def log_tail(self, lines: int = 25) -> str:
+        return _tail(self.log_path, lines)
+
+    def stop(self, children: Children) -> None:
+        if self.child is not None:
+            children.stop(self.child, grace=15)
+            self.child = None
+            self._log.close()
