@@ -46,6 +46,10 @@ def signals_raise() -> Iterator[None]:
     """Turn SIGINT and SIGTERM into Interrupted, so `finally` blocks clean up."""
 
     def handler(signum, _frame):
+        # Only the first signal interrupts; later ones (an impatient second Ctrl-C)
+        # must not cut the clean-up short and leave a server running.
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, lambda *_: None)
         raise Interrupted(signum)
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -48,6 +48,7 @@ class NonBlocking(Lab):
             "book/src/generated/lab01-status-table.md": "\n".join(probe_rows) + "\n",
             "book/src/generated/lab01-summary.md": summary,
             "book/src/figures/lab01-throughput.svg": throughput_figure(results),
+            "book/src/figures/lab01-status-latency.svg": status_figure(results),
         }
 
 
@@ -72,6 +73,30 @@ $data << EOD
 EOD
 plot $data using 2:xtic(1) title "measured" linecolor rgb "#1f77b4", \\
      '' using 3 title "predicted (Little's law)" linecolor rgb "#bbbbbb"
+"""
+    return report.gnuplot_svg(script)
+
+
+def status_figure(results: dict) -> str:
+    """How long a trivial /status took while each variant's load ran (log scale)."""
+    probed = [v for v in results["variants"] if v["probe"]]
+    data = "\n".join(f'"{v["name"]}" {v["probe"]["p50_ms"]:.2f} {v["probe"]["p99_ms"]:.2f}' for v in probed)
+    script = report.svg_header() + f"""
+set title "How long /status took while each variant was under load"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set ylabel "milliseconds (log scale)"
+set logscale y
+set yrange [0.5:*]
+set grid ytics
+set key top right
+$data << EOD
+{data}
+EOD
+plot $data using 2:xtic(1) title "median" linecolor rgb "#2ca02c", \\
+     '' using 3 title "99th percentile" linecolor rgb "#d62728"
 """
     return report.gnuplot_svg(script)
 

@@ -1,0 +1,82 @@
+"""Helpers for the labs' pytest smoke tests: run the real driver, find what it left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from .procs import RUN_ID_VARIABLE, processes_with_run_id, wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+LAB = [sys.executable, str(REPO / "scripts" / "lab")]
+
+
+def run_lab(lab: str, *args: str, results_dir: Path, timeout: float = 900) -> dict:
+    """`scripts/lab run LAB ARGS --results-dir DIR --no-report`; returns the results JSON."""
+    env = dict(os.environ, **{RUN_ID_VARIABLE: "test" + uuid.uuid4().hex[:10]})
+    done = subprocess.run([*LAB, "run", lab, *args, "--results-dir", str(results_dir), "--no-report"],
+                          cwd=REPO, env=env, stdin=subprocess.DEVNULL, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(done.stdout)
+    assert done.returncode == 0, f"scripts/lab run {lab} failed ({done.returncode}):\n{done.stdout[-4000:]}"
+    assert not processes_with_run_id(env[RUN_ID_VARIABLE]), "processes left behind after a successful run"
+    return json.loads((results_dir / "latest.json").read_text())
+
+
+class Driver:
+    """`scripts/lab run ...` in the background, in a session of its own like a terminal job."""
+
+    def __init__(self, *args: str, log: Path, env: dict | None = None):
+        self.token = "test" + uuid.uuid4().hex[:10]
+        self.log = log
+        full_env = dict(os.environ, **(env or {}), **{RUN_ID_VARIABLE: self.token})
+        self._out = log.open("w")
+        self.popen = subprocess.Popen([*LAB, "run", *args], cwd=REPO, env=full_env, stdin=subprocess.DEVNULL,
+                                      stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for(self, text: str, timeout: float) -> None:
+        ok = wait_until(lambda: text in self.output() or self.popen.poll() is not None, timeout)
+        assert ok and text in self.output(), f"never saw {text!r}:\n{self.output()[-3000:]}"
+
+    def ctrl_c(self) -> None:
+        """What a terminal does on Ctrl-C: SIGINT to the whole foreground process group."""
+        os.killpg(self.popen.pid, signal.SIGINT)
+
+    def wait(self, timeout: float = 60) -> int:
+        try:
+            return self.popen.wait(timeout)
+        finally:
+            self._out.close()
+
+    def leftovers(self, grace: float = 5) -> list[str]:
+        """Commands of processes of this run still alive `grace` seconds after the driver ended."""
+        wait_until(lambda: not processes_with_run_id(self.token), grace)
+        found = []
+        for pid in processes_with_run_id(self.token):
+            try:
+                found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200])
+            except OSError:
+                pass
+        return found
+
+    def kill_everything(self) -> None:
+        """Last resort for a failed test: never leave processes on the machine."""
+        for pid in processes_with_run_id(self.token) + [self.popen.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.5)
+
+
+def by_name(results: dict) -> dict[str, dict]:
+    return {v["name"]: v for v in results["variants"]}
