@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -96,10 +97,10 @@ def who_listens(port: int) -> str:
                              stdin=subprocess.DEVNULL, timeout=5).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return "unknown (ss is not available)"
-    if not out:
-        return "unknown"
-    users = out.split("users:", 1)[-1] if "users:" in out else out
-    return users.strip()
+    holders = sorted(set(re.findall(r'"([^"]+)",pid=(\d+)', out)))
+    if holders:
+        return ", ".join(f"{name} (PID {pid})" for name, pid in holders)
+    return "a process this user cannot see (try: sudo ss -tlnp)" if out else "unknown"
 
 
 def check_port(port: int, host: str = "127.0.0.1") -> None:
