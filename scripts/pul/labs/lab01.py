@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .. import report
 from ..lab import Lab, Step
 from ..results import machine_line, markdown_table
@@ -49,7 +51,31 @@ class NonBlocking(Lab):
             "book/src/generated/lab01-summary.md": summary,
             "book/src/figures/lab01-throughput.svg": throughput_figure(results),
             "book/src/figures/lab01-status-latency.svg": status_figure(results),
+            # For the chapter "Measuring with ApacheBench": a real ab report and Little's law on it.
+            "book/src/generated/lab01-ab-output.md": self.ab_output_example(results, "java-blocking"),
+            "book/src/generated/lab01-littles-law.md": littles_law_table(results),
         }
+
+    def ab_output_example(self, results: dict, variant: str) -> str:
+        """One variant's raw ab report from the committed run, as a text block."""
+        record = next(v for v in results["variants"] if v["name"] == variant)
+        text = (self.dir / "results" / record["ab_output"]).read_text()
+        # The percentile file's absolute path says where the run happened, not what it did.
+        text = re.sub(r"-e \S*/", "-e ", text).rstrip("\n")
+        return f"```text\n{text}\n```\n"
+
+
+def littles_law_table(results: dict) -> str:
+    """Little's law checked on each variant: lambda x W against ab's concurrency, and
+    lambda x S (threads busy working) against the size of the pool the work ran on."""
+    rows = ["| variant | throughput λ (req/s) | mean latency W (s) | λ × W | ab's `-c` "
+            "| work per request S (s) | λ × S (threads busy) | threads in its pool |",
+            "|:---|---:|---:|---:|---:|---:|---:|---:|"]
+    for v in results["variants"]:
+        rate, latency, work = v["requests_per_sec"], v["mean_ms"] / 1000, v["service_ms"] / 1000
+        rows.append(f"| {v['name']} | {rate:,.0f} | {latency:.4f} | {rate * latency:.1f} | {v['concurrency']} "
+                    f"| {work:.3f} | {rate * work:.1f} | {v['pool_threads']} |")
+    return "\n".join(rows) + "\n"
 
 
 def throughput_figure(results: dict) -> str:
