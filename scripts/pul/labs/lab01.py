@@ -68,8 +68,7 @@ class NonBlocking(Lab):
 def littles_law_table(results: dict) -> str:
     """Little's law checked on each variant: lambda x W against ab's concurrency, and
     lambda x S (threads busy working) against the size of the pool the work ran on."""
-    rows = ["| variant | throughput λ (req/s) | mean latency W (s) | λ × W | ab's `-c` "
-            "| work per request S (s) | λ × S (threads busy) | threads in its pool |",
+    rows = ["| variant | λ (req/s) | W (s) | λ × W | c | S (s) | λ × S | N |",
             "|:---|---:|---:|---:|---:|---:|---:|---:|"]
     for v in results["variants"]:
         rate, latency, work = v["requests_per_sec"], v["mean_ms"] / 1000, v["service_ms"] / 1000
