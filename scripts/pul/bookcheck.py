@@ -15,8 +15,12 @@ import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11 (Ubuntu 22.04): read the two keys we need by hand
+    tomllib = None
 
 from .linkcheck import Checker
 
@@ -56,7 +60,20 @@ def mdbook_env() -> dict[str, str]:
 
 
 def _config(book_dir: Path) -> dict:
-    return tomllib.loads((book_dir / "book.toml").read_text(encoding="utf-8"))
+    text = (book_dir / "book.toml").read_text(encoding="utf-8")
+    if tomllib is not None:
+        return tomllib.loads(text)
+    config: dict = {}
+    table: dict = config
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            table = config
+            for part in line.strip("[]").split("."):
+                table = table.setdefault(part.strip(), {})
+        elif match := re.match(r'^([\w-]+)\s*=\s*"([^"]*)"', line):
+            table[match.group(1)] = match.group(2)
+    return config
 
 
 def site_url(book_dir: Path) -> str | None:
@@ -88,10 +105,17 @@ def strict_build(mdbook: str, book_dir: Path, dest: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bookcheck", description=__doc__.split("\n\n")[0])
     parser.add_argument("book_dir", type=Path)
-    parser.add_argument("--mdbook", required=True, help="the mdBook binary to build with")
+    parser.add_argument("--print-site-url", action="store_true",
+                        help="print the path the book is published under (book.toml site-url) and exit")
+    parser.add_argument("--mdbook", help="the mdBook binary to build with (required to check)")
     parser.add_argument("--dest", type=Path, default=None,
                         help="where to build (default: a temporary directory, removed afterwards)")
     options = parser.parse_args(argv)
+    if options.print_site_url:
+        print(site_url(options.book_dir) or "/")
+        return 0
+    if not options.mdbook:
+        parser.error("--mdbook is required")
     with tempfile.TemporaryDirectory(prefix="pul-book-") as scratch:
         dest = (options.dest or Path(scratch) / "html").resolve()
         problems = strict_build(options.mdbook, options.book_dir.resolve(), dest)
