@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -147,6 +148,7 @@ def test_missing_chapter_fails_and_is_not_created(mdbook, tmp_path, monkeypatch,
 def test_the_real_book_toml_disables_the_playground_and_keeps_search_and_print(mdbook, tmp_path):
     chapters = dict(GOOD_CHAPTERS, **{"two.md": "# Two\n\n## Measured here\n\n```rust\nfn main() {}\n```\n"})
     book = write_book(tmp_path, chapters, toml=REAL_BOOK_TOML.read_text(), extra_files=LAB_SOURCE)
+    shutil.copytree(REAL_BOOK_TOML.parent / "theme", book / "theme")  # additional-css lives there
     assert check(mdbook, book, tmp_path) == []
     html = tmp_path / "html"
     assert 'class="language-rust"' in (html / "two.html").read_text()
