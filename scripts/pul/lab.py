@@ -40,6 +40,14 @@ class Step:
     probe: str | None = None
     keep_alive: bool = False
     warmup_requests: int | None = None
+    # Measured runs of this step, each with every tool in load_tools ("ab", "wrk"). With more than
+    # one run, the variant's numbers come from the median run of the first tool, and every run is
+    # kept under extra["runs"] (spread, and whether ab or the server was the limit).
+    repeat: int = 1
+    load_tools: tuple[str, ...] = ("ab",)
+    # Seconds each run (and warm-up round) lasts at most: ab -t, wrk -d (None: --time-limit for
+    # ab, 10 s for wrk). With a large `requests`, this makes runs last a fixed time.
+    seconds: int | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -130,7 +138,15 @@ class Lab:
         return Prediction(round(in_service / (step.service_ms / 1000.0), 1),
                           f"{why} / {step.service_ms:g} ms")
 
+    def verify_step(self, step: Step, server, record: dict) -> None:
+        """After a step is measured: check the server really ran what the step meant to measure
+        (raise LabError if not). `server.get(path)` reads the running server."""
+
     # -- results ----------------------------------------------------------
+    def table_columns(self, results: dict):
+        """Columns of the table `scripts/lab run` prints (None: results.STANDARD_COLUMNS)."""
+        return None
+
     def summary_notes(self, results: dict) -> list[str]:
         """Lines printed under the table (lab-specific observations)."""
         return []

@@ -5,14 +5,16 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import resource
 import shlex
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import machine, report, results, tools
 from .ab import AbResult, BenchRun
+from .wrk import WrkRun
 from .errors import LabError, ServerFailed, UsageError
 from .lab import Lab, Step
 from .probe import StatusPoller
@@ -38,6 +40,8 @@ class RunOptions:
     results_dir: Path | None = None
     write_report: bool = True
     quiet: bool = False
+    # --set KEY=VALUE: server settings on top of everything the lab chose.
+    settings: dict = field(default_factory=dict)
 
 
 def pinning(options: RunOptions) -> dict:
@@ -113,10 +117,14 @@ class Context:
 
 
 def _bench(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, children: Children,
-           requests: int, output: Path) -> BenchRun:
-    return BenchRun(children, lab.bench, step.bench_variant, server.base_url, step.concurrency, requests,
-                    options.time_limit, output, pin["load_cpus"], keep_alive=step.keep_alive,
-                    extra_env=step.extra.get("bench_env")).start()
+           requests: int, output: Path, tool: str = "ab") -> BenchRun:
+    runner = {"ab": BenchRun, "wrk": WrkRun}.get(tool)
+    if runner is None:
+        raise UsageError(f"unknown load tool {tool!r} in step {step.name} (ab or wrk)")
+    extra = {"duration": step.seconds or 10} if tool == "wrk" else {}
+    return runner(children, lab.bench, step.bench_variant, server.base_url, step.concurrency, requests,
+                  step.seconds or options.time_limit, output, pin["load_cpus"], keep_alive=step.keep_alive,
+                  extra_env=step.extra.get("bench_env"), **extra).start()
 
 
 def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
@@ -136,20 +144,82 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
         previous = rate
 
 
+def _idle_seconds(cpus: str | None) -> float | None:
+    """Idle time so far of the server's cores (/proc/stat): tells a server that waited from
+    one whose core other programs took."""
+    if cpus is None:
+        return None
+    wanted = {f"cpu{n}" for n in _cpu_set(cpus)}
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return None
+    ticks = sum(int(f[4]) + int(f[5]) for f in (line.split() for line in lines) if f and f[0] in wanted)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
-            children: Children, progress: Progress) -> tuple[AbResult, dict | None, dict]:
-    progress.step(f"{step.name}: measuring ({step.requests} requests, c={step.concurrency})")
+            children: Children, progress: Progress) -> tuple[AbResult, dict | None, dict, list[dict]]:
+    """Every run of a step (repeat x load_tools); the variant's numbers come from the median
+    run of the first tool. Returns (that run, probe, its CPU, every run as a dict)."""
+    single = step.repeat == 1 and tuple(step.load_tools) == ("ab",)
     poller = StatusPoller(server.base_url + step.probe) if step.probe else None
-    cpu_before, clock_before = server.cpu_seconds(), time.monotonic()
-    main = _bench(lab, step, server, options, pin, children, step.requests, raw_dir / f"{step.name}.ab.txt")
-    if poller:
-        poller.start()
-    main.wait(progress, server.alive)
-    cpu_used, elapsed = server.cpu_seconds() - cpu_before, time.monotonic() - clock_before
+    runs: list[tuple[AbResult, dict, Path, str, int]] = []
+    for repetition in range(1, step.repeat + 1):
+        for tool in step.load_tools:
+            what = f"{step.seconds} s" if step.seconds else f"{step.requests} requests"
+            progress.step(f"{step.name}: measuring with {tool}"
+                          + ("" if single else f", run {repetition}/{step.repeat}")
+                          + f" ({what}, c={step.concurrency})")
+            output = raw_dir / (f"{step.name}.ab.txt" if single else f"{step.name}.{tool}.{repetition}.txt")
+            cpu_before, clock_before = server.cpu_seconds(), time.monotonic()
+            load_before, idle_before = _children_cpu_seconds(), _idle_seconds(pin["server_cpus"])
+            main = _bench(lab, step, server, options, pin, children, step.requests, output, tool)
+            if poller and not poller.is_alive() and not runs:
+                poller.start()
+            main.wait(progress, server.alive)
+            cpu_used, elapsed = server.cpu_seconds() - cpu_before, time.monotonic() - clock_before
+            # ab/wrk have been waited for: their CPU time is now in RUSAGE_CHILDREN.
+            load_used = _children_cpu_seconds() - load_before
+            idle_after = _idle_seconds(pin["server_cpus"])
+            cores = len(_cpu_set(pin["server_cpus"])) if pin["server_cpus"] else 1
+            _check_alive(server, step)
+            cpu = {"cpu_seconds": round(cpu_used, 2),
+                   "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None,
+                   "load_cpu_seconds": round(load_used, 2),
+                   "load_utilization": round(load_used / elapsed, 2) if elapsed > 0 else None,
+                   "server_cores_idle": round((idle_after - idle_before) / (elapsed * cores), 2)
+                   if idle_before is not None and idle_after is not None and elapsed > 0 else None}
+            runs.append((main.result(), cpu, output, tool, repetition))
     probe = poller.finish() if poller else None
-    _check_alive(server, step)
-    return main.result(), probe, {"cpu_seconds": round(cpu_used, 2),
-                                  "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None}
+    first_tool = [r for r in runs if r[3] == step.load_tools[0]]
+    ab, cpu, output, _, _ = sorted(first_tool, key=lambda r: r[0].requests_per_sec)[(len(first_tool) - 1) // 2]
+    cpu = {**cpu, "output": output}
+    records = [] if single else [run_record(*r, raw_dir.parent) for r in runs]
+    return ab, probe, cpu, records
+
+
+def run_record(result: AbResult, cpu: dict, output: Path, tool: str, repetition: int, results_dir: Path) -> dict:
+    """One measured run, as kept under a variant's extra["runs"]."""
+    return {
+        "tool": tool, "repetition": repetition, "command": result.command,
+        "requests_per_sec": result.requests_per_sec, "complete": result.complete,
+        "duration_s": result.duration_s, "mean_ms": result.mean_ms, "p50_ms": result.pct(50),
+        "p99_ms": result.pct(99), "max_ms": result.pct(100), "failed": result.failed,
+        "non_2xx": result.non_2xx,
+        "server_cpu_seconds": cpu["cpu_seconds"], "server_cpu_utilization": cpu["utilization"],
+        "server_cpu_us_per_request": round(cpu["cpu_seconds"] * 1e6 / result.complete, 2)
+        if result.complete else None,
+        "load_cpu_seconds": cpu["load_cpu_seconds"], "load_cpu_utilization": cpu["load_utilization"],
+        # Share of the server's cores left idle: low with low server utilisation = others took them.
+        "server_cores_idle": cpu["server_cores_idle"],
+        "output": str(output.relative_to(results_dir)),
+    }
 
 
 def _check_alive(server: Server, step: Step) -> None:
@@ -185,7 +255,7 @@ def variant_record(lab: Lab, step: Step, ab: AbResult, probe: dict | None, cpu: 
         "service_ms": step.service_ms,
         "server_properties": step.server_props,
         "ab_command": ab.command,
-        "ab_output": str((raw_dir / f"{step.name}.ab.txt").relative_to(results_dir)),
+        "ab_output": str(cpu.get("output", raw_dir / f"{step.name}.ab.txt").relative_to(results_dir)),
         "ab_mean_ms": ab.ab_mean_ms,
         "ab_time_per_request_ms": ab.ab_time_per_request_ms,
         # Server CPU during the measured run: utilisation 1.0 per core it may use.
@@ -224,7 +294,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                 for props, group in group_by_server(steps):
                     port = options.port or free_port()
                     server = Server(script, port, work_dir / "server.log", pin["server_cpus"],
-                                    {**lab.server_properties(params), **service_props, **props})
+                                    {**lab.server_properties(params), **service_props, **props,
+                                     **options.settings})
                     try:
                         server.start(children, progress)
                         pools = server.pools()
@@ -235,9 +306,13 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                         for step in group:
                             warm_up(lab, step, server, options, pin, raw_dir, children, progress)
                         for step in group:
-                            ab, probe, cpu = measure(lab, step, server, options, pin, raw_dir, children, progress)
+                            ab, probe, cpu, runs = measure(lab, step, server, options, pin, raw_dir, children,
+                                                           progress)
                             record = variant_record(lab, step, ab, probe, cpu, pools, params, raw_dir,
                                                     results_dir)
+                            if runs:
+                                record["extra"]["runs"] = runs
+                            lab.verify_step(step, server, record)
                             variants.append(record)
                             _print_step(record, progress)
                     finally:
@@ -257,13 +332,14 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         "run_id": token,
         "machine": machine.facts(lab.dir, pin, found.get("ab")),
         "params": params,
+        "settings": options.settings,
         "pools": pools_seen,
         "variants": variants,
     }
     path = results.write(data, results_dir, run_stamp)
     print()
     print(f"Lab {lab.name}: {lab.title}")
-    print(results.text_table(data))
+    print(results.text_table(data, lab.table_columns(data)))
     for note in lab.summary_notes(data):
         print(note)
     print()

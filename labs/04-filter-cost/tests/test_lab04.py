@@ -1,0 +1,62 @@
+"""Lab 04, measured for real: plain Filters cost more than EssentialFilters, and more of them cost more.
+
+A short run (three set-ups with eight filters or none, a few seconds each) on a
+shared two-core machine: the assertions check the direction and rough size of
+the effect the chapter teaches, with margins that survive noise. The driver
+itself checks, after each step, that the server ran the set-up being measured
+and that every filter in the chain saw every request.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pul.labs.lab04 import analyse
+from pul.testing import by_name, run_lab
+
+CHAIN = 8
+SMOKE = ("--chain-lengths", f"1,{CHAIN}", "--repeat", "3", "--seconds", "2",
+         "--variant", "none", "--variant", "plain-x1", "--variant", f"plain-x{CHAIN}",
+         "--variant", f"essential-x{CHAIN}")
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    return run_lab("04", *SMOKE, results_dir=tmp_path_factory.mktemp("lab04"))
+
+
+def test_every_set_up_ran_with_both_tools_and_no_errors(smoke):
+    variants = by_name(smoke)
+    assert set(variants) == {"none", "plain-x1", f"plain-x{CHAIN}", f"essential-x{CHAIN}"}
+    for v in variants.values():
+        runs = v["extra"]["runs"]
+        assert sorted(r["tool"] for r in runs) == ["ab"] * 3 + ["wrk"] * 3, v["name"]
+        assert all(r["failed"] == 0 and r["non_2xx"] == 0 and r["complete"] > 0 for r in runs), v["name"]
+        # verify_step recorded the classes the server really chained.
+        assert len(v["extra"]["filters"]) == v["extra"]["chain_length"]
+
+
+def test_plain_filters_cost_more_than_essential_filters(smoke):
+    analysis = analyse(smoke)
+    plain, essential = analysis["cost"][f"plain-x{CHAIN}"], analysis["cost"][f"essential-x{CHAIN}"]
+    # Throughput: eight Filters take clearly more time per request than eight EssentialFilters ...
+    assert plain["us"] > essential["us"] + CHAIN * 1.0, analysis["cost"]  # at least 1 µs per filter
+    tool = analysis["reference_tool"]
+    assert (analysis["tools"][f"plain-x{CHAIN}"][tool]["median"]
+            < 0.8 * analysis["tools"][f"essential-x{CHAIN}"][tool]["median"])
+    # ... and so does the server's CPU time, which other programs on the machine cannot inflate.
+    assert plain["cpu_cost_us"] > essential["cpu_cost_us"], analysis["cost"]
+
+
+def test_cost_grows_with_the_number_of_filters(smoke):
+    cost = analyse(smoke)["cost"]
+    assert cost[f"plain-x{CHAIN}"]["us"] > cost["plain-x1"]["us"], cost
+    assert cost[f"plain-x{CHAIN}"]["us"] > 0, cost
+    assert cost[f"plain-x{CHAIN}"]["cpu_cost_us"] > cost["plain-x1"]["cpu_cost_us"], cost
+
+
+def test_the_spread_of_repeated_runs_is_recorded(smoke):
+    summary = analyse(smoke)["tools"]["none"]
+    for tool in ("ab", "wrk"):
+        assert summary[tool]["runs"] == 3
+        assert summary[tool]["min"] <= summary[tool]["median"] <= summary[tool]["max"]

@@ -1,0 +1,308 @@
+"""Lab 04: what an HTTP filter costs (none, Play's defaults, chains of no-op filters, a timing filter).
+
+Every set-up is a server configuration of its own (-Dlab.filters, -Dlab.chain-length), so the
+driver starts one server per step. The requests are nearly free, so the measurement is about
+CPU per request: keep-alive on, fixed-time runs repeated, ab and wrk both, and the server's and
+the load generator's CPU recorded to say which of them was the limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+from .. import report, tools
+from ..errors import LabError, UsageError
+from ..lab import Lab, Step
+from ..results import _fmt, machine_line, markdown_table
+
+# The load generator was the limit if it used this share of its core; otherwise the server was,
+# if it used this share of its own (other programs on a shared machine may take the rest).
+LOAD_SATURATED = 0.90
+SERVER_SATURATED = 0.75
+BASELINE = "none"
+BASELINE_AGAIN = "none-again"
+KINDS = ("plain", "essential", "java-plain", "java-essential")
+
+
+def parse_lengths(text: str, option: str) -> tuple[int, ...]:
+    try:
+        lengths = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"{option} takes a comma-separated list of chain lengths, e.g. 1,10 (got {text!r})")
+    if not lengths or any(n < 1 for n in lengths):
+        raise UsageError(f"{option}: every chain length must be at least 1 (got {text!r})")
+    return tuple(sorted(set(lengths)))
+
+
+class FilterCost(Lab):
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        super().add_arguments(parser)
+        d = self.defaults
+        parser.add_argument("--chain-lengths", default=d["chain_lengths"], metavar="N,N",
+                            help=f"numbers of no-op Scala filters to chain (default {d['chain_lengths']})")
+        parser.add_argument("--java-chain-lengths", default=d["java_chain_lengths"], metavar="N,N",
+                            help=f"numbers of no-op Java filters to chain (default {d['java_chain_lengths']})")
+        parser.add_argument("--repeat", type=int, default=d["repeat"], metavar="N",
+                            help=f"measured runs per set-up and load tool (default {d['repeat']})")
+        parser.add_argument("--seconds", type=int, default=d["seconds"], metavar="S",
+                            help=f"length of each run and warm-up round, in seconds (default {d['seconds']})")
+
+    def params(self, options: argparse.Namespace) -> dict:
+        params = super().params(options)
+        parse_lengths(params["chain_lengths"], "--chain-lengths")
+        parse_lengths(params["java_chain_lengths"], "--java-chain-lengths")
+        return params
+
+    def server_properties(self, params: dict) -> dict[str, str]:
+        return {}  # every step carries its own set-up
+
+    def steps(self, params: dict) -> list[Step]:
+        setups: list[tuple[str, str, int]] = [(BASELINE, "none", 1), ("play-defaults", "play-defaults", 1)]
+        for kind in ("plain", "essential"):
+            setups += [(f"{kind}-x{n}", kind, n) for n in parse_lengths(params["chain_lengths"], "")]
+        for kind in ("java-plain", "java-essential"):
+            setups += [(f"{kind}-x{n}", kind, n) for n in parse_lengths(params["java_chain_lengths"], "")]
+        setups += [("logging-plain", "logging-plain", 1), ("logging-essential", "logging-essential", 1),
+                   # The baseline once more, on a fresh server at the end: how far a repeat run drifts.
+                   (BASELINE_AGAIN, "none", 1)]
+        return [Step(name=name, bench_variant="status", concurrency=params["concurrency"],
+                     # An upper bound only: each run lasts `seconds`.
+                     requests=1_000_000, seconds=params["seconds"], repeat=params["repeat"],
+                     load_tools=("ab", "wrk"), keep_alive=True, warmup_requests=1_000_000,
+                     server_props={"lab.filters": setup, "lab.chain-length": str(length)},
+                     extra={"setup": setup, "chain_length": length if setup in KINDS else
+                            (0 if setup == "none" else None)})
+                for name, setup, length in setups]
+
+    # -- checks -----------------------------------------------------------
+    def verify_step(self, step: Step, server, record: dict) -> None:
+        """The running server applied exactly this set-up, and each of its filters saw every request."""
+        body = server.get("/filters")
+        if body is None:
+            raise LabError(f"{step.name}: the server did not answer /filters")
+        report_ = json.loads(body)
+        setup, length = step.server_props["lab.filters"], int(step.server_props["lab.chain-length"])
+        if report_["setup"] != setup:
+            raise LabError(f"{step.name}: the server ran set-up {report_['setup']!r}, not {setup!r}")
+        expected_count = {"none": 0, "play-defaults": None, "logging-plain": 1, "logging-essential": 1}.get(setup, length)
+        chain = report_["filters"]
+        if expected_count is not None and len(chain) != expected_count:
+            raise LabError(f"{step.name}: expected {expected_count} filters, the server has {len(chain)}")
+        sent = sum(run["complete"] for run in record["extra"].get("runs", [])) or record["complete"]
+        for position, filter_ in enumerate(chain):
+            if filter_["calls"] is not None and filter_["calls"] < sent:
+                raise LabError(f"{step.name}: filter {position} ({filter_['class']}) ran {filter_['calls']} times "
+                               f"but {sent} requests were measured: the set-up was not the one measured")
+        record["extra"]["filters"] = [f["class"] for f in chain]
+
+    # -- analysis ---------------------------------------------------------
+    def predict(self, step, pools, params):
+        from ..lab import Prediction
+        return Prediction(None, "see the chapter: cost per filter, not a pool bound")
+
+    def summary_notes(self, results: dict) -> list[str]:
+        analysis = analyse(results)
+        notes = [f"Load tools: {analysis['verdict']}"]
+        if analysis["baseline_agreement"] is not None:
+            notes.append(f"Baseline repeat: {BASELINE} {analysis['baseline_rate']:,.0f} req/s vs {BASELINE_AGAIN} "
+                         f"{analysis['baseline_again_rate']:,.0f} req/s ({analysis['reference_tool']}), "
+                         f"{analysis['baseline_agreement']:.1%} apart "
+                         f"({'within' if analysis['baseline_agreement'] <= 0.10 else 'NOT within'} 10%).")
+        for kind, fit in analysis["per_filter"].items():
+            notes.append(f"{LABELS[kind]}: about {fit['slope_us']:.1f} µs per filter per request from throughput, "
+                         f"{fit['cpu_slope_us']:.1f} µs from server CPU time (least-squares slope over chain "
+                         f"lengths {', '.join(str(n) for n in fit['lengths'])}).")
+        return notes
+
+    def table_columns(self, results: dict):
+        analysis = analyse(results)
+        ref = analysis["reference_tool"]
+
+        def spread(v, tool):
+            s = analysis["tools"][v["name"]].get(tool)
+            return "–" if not s else f"{s['median']:,.0f} ({s['min']:,.0f}–{s['max']:,.0f})"
+
+        def latency(v, key):
+            run = analysis["tools"][v["name"]][ref]["median_run"]
+            return _fmt(run[key], 2)
+
+        def cost(v, key):
+            value = analysis["cost"][v["name"]][key]
+            return "–" if value is None else f"{value:+.1f}"
+
+        return [
+            ("set-up", lambda v: v["name"], False),
+            ("wrk req/s median (min–max)", lambda v: spread(v, "wrk"), True),
+            ("ab req/s median (min–max)", lambda v: spread(v, "ab"), True),
+            (f"mean ms ({ref})", lambda v: latency(v, "mean_ms"), True),
+            (f"p99 ms ({ref})", lambda v: latency(v, "p99_ms"), True),
+            ("server CPU µs/req", lambda v: _fmt(analysis["cost"][v["name"]]["cpu_us"], 1), True),
+            ("cost µs/req vs none", lambda v: cost(v, "us"), True),
+            ("CPU cost µs/req vs none", lambda v: cost(v, "cpu_cost_us"), True),
+            ("failed", lambda v: _fmt(sum(r["failed"] + r["non_2xx"] for r in v["extra"]["runs"])), True),
+        ]
+
+    def report(self, results: dict) -> dict[str, str]:
+        analysis = analyse(results)
+        table = markdown_table(results, self.table_columns(results)) + "\n" + machine_line(results) + "\n"
+        summary = "\n".join(f"- {note}" for note in self.summary_notes(results)) + "\n"
+        return {
+            "book/src/generated/lab04-table.md": table,
+            "book/src/generated/lab04-summary.md": summary,
+            "book/src/generated/lab04-tools.md": tools_table(results, analysis),
+            "book/src/figures/lab04-throughput.svg": throughput_figure(results, analysis),
+            "book/src/figures/lab04-cost.svg": cost_figure(results, analysis),
+        }
+
+
+# -- analysis of a results file -----------------------------------------------------
+
+def _summary(runs: list[dict]) -> dict | None:
+    if not runs:
+        return None
+    ordered = sorted(runs, key=lambda r: r["requests_per_sec"])
+    rates = [r["requests_per_sec"] for r in ordered]
+    return {
+        "median": statistics.median(rates), "min": rates[0], "max": rates[-1], "runs": len(rates),
+        "median_run": ordered[(len(ordered) - 1) // 2],
+        "server_utilization": statistics.median(r["server_cpu_utilization"] or 0 for r in runs),
+        "load_utilization": statistics.median(r["load_cpu_utilization"] or 0 for r in runs),
+        "server_cores_idle": statistics.median(r.get("server_cores_idle") or 0 for r in runs),
+        "cpu_us": statistics.median(r["server_cpu_us_per_request"] for r in runs),
+    }
+
+
+def limit_of(summary: dict) -> str:
+    """What held the throughput down, from the CPU the two sides used and the server core's idle time."""
+    if summary["load_utilization"] >= LOAD_SATURATED:
+        return "load generator"
+    if summary["server_utilization"] >= SERVER_SATURATED:
+        return "server CPU"
+    if summary["server_cores_idle"] >= 0.20:
+        return "server waiting (its core idle)"
+    return "server core shared with other programs"
+
+
+def analyse(results: dict) -> dict:
+    """Per variant and tool: median and spread; which tool saturated what; cost vs the baseline."""
+    tools_ = {v["name"]: {tool: _summary([r for r in v["extra"].get("runs", []) if r["tool"] == tool])
+                          for tool in ("ab", "wrk")}
+              for v in results["variants"]}
+    # The reference tool is the one that loaded the server hardest on the baseline: with the server
+    # saturated, 1 / throughput is the server's time per request, so differences are costs.
+    base = tools_.get(BASELINE) or next(iter(tools_.values()))
+    available = [t for t in ("wrk", "ab") if base.get(t)]
+    ref = max(available, key=lambda t: base[t]["median"])
+    verdict_parts = []
+    for tool in available:
+        s = base[tool]
+        limit = "limit: " + limit_of(s)
+        verdict_parts.append(f"{tool} {s['median']:,.0f} req/s on '{BASELINE}' (server CPU "
+                             f"{s['server_utilization']:.0%}, {tool} CPU {s['load_utilization']:.0%}: {limit})")
+    verdict = "; ".join(verdict_parts) + f". Costs below use {ref}."
+    base_ref = base[ref]
+    cost = {}
+    for name, per_tool in tools_.items():
+        s = per_tool.get(ref)
+        cost[name] = {
+            "us": None if s is None or name == BASELINE else round(1e6 / s["median"] - 1e6 / base_ref["median"], 2),
+            "cpu_us": s["cpu_us"] if s else None,
+            "cpu_cost_us": None if s is None or name == BASELINE else round(s["cpu_us"] - base_ref["cpu_us"], 2),
+        }
+    again = tools_.get(BASELINE_AGAIN, {}).get(ref)
+    agreement = abs(again["median"] - base_ref["median"]) / base_ref["median"] if again else None
+    per_filter = {}
+    by_name = {v["name"]: v for v in results["variants"]}
+    for kind in KINDS:
+        names = [n for n in by_name if by_name[n]["extra"].get("setup") == kind and cost[n]["us"] is not None]
+        if names:
+            lengths = [by_name[n]["extra"]["chain_length"] for n in names]
+
+            def slope(key):
+                # Least squares through the origin: no filters cost nothing extra by definition.
+                return round(sum(k * cost[n][key] for k, n in zip(lengths, names)) / sum(k * k for k in lengths), 2)
+
+            per_filter[kind] = {"slope_us": slope("us"), "cpu_slope_us": slope("cpu_cost_us"),
+                                "lengths": lengths}
+    return {"tools": tools_, "reference_tool": ref, "verdict": verdict, "cost": cost,
+            "baseline_rate": base_ref["median"], "baseline_again_rate": again["median"] if again else None,
+            "baseline_agreement": agreement, "per_filter": per_filter}
+
+
+def tools_table(results: dict, analysis: dict) -> str:
+    """Per set-up: what each load tool reached, and how busy the server's and the tool's cores were."""
+    rows = ["| set-up | tool | req/s median | server CPU | server core idle | load-generator CPU | limit |",
+            "|:---|:---|---:|---:|---:|---:|:---|"]
+    for v in results["variants"]:
+        for tool in ("ab", "wrk"):
+            s = analysis["tools"][v["name"]].get(tool)
+            if not s:
+                continue
+            limit = limit_of(s)
+            rows.append(f"| {v['name']} | {tool} | {s['median']:,.0f} | {s['server_utilization']:.0%} | "
+                        f"{s['server_cores_idle']:.0%} | {s['load_utilization']:.0%} | {limit} |")
+    return "\n".join(rows) + "\n"
+
+
+COLOURS = {"plain": "#d62728", "essential": "#1f77b4", "java-plain": "#ff9896", "java-essential": "#aec7e8"}
+LABELS = {"plain": "Scala Filter", "essential": "Scala EssentialFilter",
+          "java-plain": "Java Filter", "java-essential": "Java EssentialFilter"}
+
+
+def _series(results: dict, analysis: dict, value) -> str:
+    """gnuplot data blocks, one per filter kind: chain length, value (0 = the baseline)."""
+    by_name = {v["name"]: v for v in results["variants"]}
+    blocks = []
+    for kind in KINDS:
+        points = sorted((v["extra"]["chain_length"], value(v["name"])) for v in by_name.values()
+                        if v["extra"].get("setup") == kind)
+        if points:
+            lines = [f"0 {value(BASELINE):.3f}"] + [f"{n} {y:.3f}" for n, y in points]
+            blocks.append((kind, "\n".join(lines)))
+    return blocks
+
+
+def _plot(results: dict, analysis: dict, title: str, ylabel: str, value) -> str:
+    blocks = _series(results, analysis, value)
+    data = "\n".join(f"${k.replace('-', '_')} << EOD\n{d}\nEOD" for k, d in blocks)
+    plots = ", \\\n     ".join(
+        f"${k.replace('-', '_')} using 1:2 with linespoints lw 2 pt 7 lc rgb \"{COLOURS[k]}\" title \"{LABELS[k]}\""
+        for k, _ in blocks)
+    script = report.svg_header() + f"""
+set title "{title}"
+set xlabel "filters in the chain (0 = no filters)"
+set ylabel "{ylabel}"
+set yrange [0:*]
+set xrange [0:*]
+set grid
+set key outside right top
+{data}
+plot {plots}
+"""
+    return report.gnuplot_svg(script)
+
+
+def throughput_figure(results: dict, analysis: dict) -> str:
+    ref = analysis["reference_tool"]
+    return _plot(results, analysis, f"Lab 04: /status throughput vs. number of no-op filters ({ref}, median)",
+                 "requests per second", lambda name: analysis["tools"][name][ref]["median"])
+
+
+def cost_figure(results: dict, analysis: dict) -> str:
+    ref = analysis["reference_tool"]
+    return _plot(results, analysis, f"Lab 04: added time per request vs. number of no-op filters ({ref})",
+                 "µs per request more than no filters",
+                 lambda name: analysis["cost"][name]["us"] or 0.0)
+
+
+LAB = FilterCost(
+    number="04",
+    title="What an HTTP filter costs",
+    summary="/status with no filters, Play's default filters, chains of no-op Filters and EssentialFilters "
+            "(Scala and Java), and a timing filter both ways; ab and wrk, repeated runs.",
+    defaults={"concurrency": 50, "chain_lengths": "1,10", "java_chain_lengths": "1,10", "repeat": 3,
+              "seconds": 2},
+    tools_needed=(*tools.BASE_TOOLS, tools.WRK, tools.GNUPLOT),
+)
