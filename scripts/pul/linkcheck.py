@@ -94,7 +94,8 @@ class Checker:
         for path in self.html_files():
             problems += self.leftover_directives(path)
             problems += self.check_links(path)
-        return problems
+        # mdBook 0.5 writes each image twice (for its click-to-zoom): report a problem once.
+        return list(dict.fromkeys(problems))
 
     def _where(self, path: Path, line: int) -> str:
         return f"{path.relative_to(self.root)}:{line}"
