@@ -186,8 +186,9 @@ async function main() {
     server.close();
   }
 
-  for (const problem of problems) console.log(`PROBLEM ${problem}`);
-  console.log(`browser check: ${chapters.length} chapters, ${checks} checks passed, ${problems.length} problems; screenshots in ${options.out}`);
+  const unique = [...new Set(problems)]; // mdBook 0.5 shows each image twice (click-to-zoom)
+  for (const problem of unique) console.log(`PROBLEM ${problem}`);
+  console.log(`browser check: ${chapters.length} chapters, ${checks} checks passed, ${unique.length} problems; screenshots in ${options.out}`);
   process.exitCode = problems.length ? 1 : 0;
 }
 
