@@ -30,6 +30,10 @@ function parseArgs(argv) {
   return options;
 }
 
+// Titles compared as a reader sees them: smart punctuation turns ' and " into curly quotes.
+const plain = (text) => text.replace(/[\u2018\u2019]/g, "'").replace(/[\u201c\u201d]/g, '"')
+  .replace(/[*_`]/g, "").replace(/\s+/g, " ").trim();
+
 // Chapters in reading order, from SUMMARY.md: [{title, file}] (drafts without a file are skipped).
 function chaptersFrom(summaryPath) {
   const chapters = [];
@@ -120,7 +124,7 @@ async function main() {
     for (const [index, chapter] of chapters.entries()) {
       const page = await open(context, chapter.file);
       const title = await page.title();
-      if (title.startsWith(chapter.title)) pass(); else problems.push(`${chapter.file}: <title> is "${title}", expected it to start with "${chapter.title}"`);
+      if (plain(title).startsWith(plain(chapter.title))) pass(); else problems.push(`${chapter.file}: <title> is "${title}", expected it to start with "${chapter.title}"`);
       const heading = await page.locator("main h1").first();
       if (await heading.count() && await heading.isVisible() && (await heading.innerText()).trim()) pass();
       else problems.push(`${chapter.file}: no visible <h1> in the content`);
@@ -165,7 +169,7 @@ async function main() {
       .then(pass, () => problems.push("print.html: never asked to print"));
     const headings = await printPage.$$eval("main h1", (all) => all.map((h) => h.textContent.trim()));
     for (const chapter of chapters) {
-      if (headings.some((h) => h.startsWith(chapter.title) || chapter.title.startsWith(h))) pass();
+      if (headings.some((h) => plain(h).startsWith(plain(chapter.title)) || plain(chapter.title).startsWith(plain(h)))) pass();
       else problems.push(`print.html: no heading for "${chapter.title}" (headings: ${headings.join(" | ")})`);
     }
     const printImages = await printPage.$$eval("main img", (all) => all.filter((i) => !(i.complete && i.naturalWidth > 0)).map((i) => i.src));
