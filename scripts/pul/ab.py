@@ -58,9 +58,10 @@ def parse(output: str, percentiles_csv: str) -> AbResult:
     # The quantile function integrates to the mean: trapezoids over 0..100 %.
     mean = sum((percentiles[i] + percentiles[i + 1]) / 2 for i in range(100)) / 100
     total = re.search(r"^Total:\s+(\d+)\s+(\d+)", output, re.M)
-    command = _find(r"^\$ (ab .+)$", output) or "ab"
+    # The command line bench.sh echoes: ab's, or scripts/openload's (which reports in ab's wording).
+    command = _find(r"^\$ ((?:ab|openload) .+)$", output) or "ab"
     errors = sorted({line.strip() for line in output.splitlines()
-                     if line.startswith(("apr_", "ab: "))})
+                     if line.startswith(("apr_", "ab: ", "openload: "))})
     return AbResult(
         command=command,
         complete=int(complete),

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Load for lab 05: POSTs a JSON payload file. `scripts/lab run 05` calls it for
+# every step of its sweep; by hand, against a server you started yourself:
+#   BASE_URL=http://127.0.0.1:9000 CONCURRENCY=8 REQUESTS=20000 ./bench.sh echo
+#   PAYLOAD=large CONCURRENCY=64 ./bench.sh echo
+# With RATE set, the load is open-loop instead (scripts/openload, not ab):
+#   RATE=300 DURATION=10 ./bench.sh fixed
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../../scripts/lib/bench.sh
+source "$here/../../scripts/lib/bench.sh"
+
+# ANCHOR: variants
+declare -A PATHS=(
+  [echo]=/echo
+  [fixed]=/echo/fixed
+)
+# ANCHOR_END: variants
+
+payload="$here/payloads/${PAYLOAD:-small}.json"
+if [[ ! -f $payload ]]; then
+  echo "$(basename "$0"): no payload file $payload (PAYLOAD is small or large)" >&2
+  exit 2
+fi
+if [[ $payload == *" "* ]]; then
+  echo "$(basename "$0"): the payload path has a space in it, which ab's option list cannot carry: $payload" >&2
+  exit 2
+fi
+
+if [[ -n ${RATE:-} ]]; then
+  [[ $# -eq 1 && -n ${PATHS[${1:-}]+set} ]] || bench_usage
+  # ANCHOR: open-loop
+  # Open loop: requests leave on a fixed schedule whether or not earlier ones
+  # have been answered; latency counts from the scheduled moment.
+  # CONCURRENCY is only a cap here: the most requests allowed in flight at once.
+  args=(--rate "$RATE" --duration "${DURATION:-10}" --max-in-flight "${CONCURRENCY:-4000}"
+    --body "$payload" --content-type application/json)
+  [[ -n ${PERCENTILES_CSV:-} ]] && args+=(--percentiles-csv "$PERCENTILES_CSV")
+  # ANCHOR_END: open-loop
+  exec "$here/../../scripts/openload" "${args[@]}" "${BASE_URL:-http://127.0.0.1:9000}${PATHS[$1]}"
+fi
+
+# ANCHOR: post
+# Closed loop with ab: POST the payload file as application/json, like the
+# 2013 write-up's `ab -p echoPayload.json -T application/json`.
+export AB_EXTRA="-p $payload -T application/json ${AB_EXTRA:-}"
+# ANCHOR_END: post
+bench_main "$@"

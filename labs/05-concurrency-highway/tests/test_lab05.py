@@ -1,0 +1,102 @@
+"""Lab 05, measured for real over a short ladder (c = 1 .. 64): the shape the chapter teaches.
+
+Throughput saturates, latency grows past the knee, Little's law holds at every
+closed-loop step, and the open-loop run shows the queue that builds past
+capacity. Expectations come from the server's reported pool (lanes) and service
+time and from Little's law, never from a previous run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pul.labs.lab05 import little_check, open_steps, sweep
+from pul.testing import run_lab
+
+TOP = 64
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    return run_lab("05", "--max-concurrency", str(TOP), "--requests", "1500",
+                   results_dir=tmp_path_factory.mktemp("lab05"))
+
+
+@pytest.fixture(scope="module")
+def lanes(smoke):
+    return smoke["pools"]["pools"]["lanes"]["threads"]
+
+
+@pytest.fixture(scope="module")
+def work_ms(smoke):
+    return smoke["pools"]["work_ms"]
+
+
+def by_c(steps):
+    return {v["concurrency"]: v for v in steps}
+
+
+def test_every_step_ran_named_by_its_concurrency_without_failures(smoke):
+    echo = sweep(smoke, "")
+    assert [v["concurrency"] for v in echo] == [1, 2, 4, 8, 16, 32, 64]
+    for v in echo:
+        assert v["name"] == f"c={v['concurrency']}"
+    for v in smoke["variants"]:
+        assert v["failed"] == 0 and v["non_2xx"] == 0, v
+        assert v["complete"] > 0 and v["server_cpu_utilization"] is not None, v
+
+
+@pytest.mark.parametrize("prefix", ["", "fixed-"])
+def test_littles_law_holds_at_every_closed_loop_step(smoke, prefix):
+    for v in sweep(smoke, prefix):
+        assert little_check(v)["holds"], v
+        # And independently of the driver's bounds: within 20 % of c.
+        in_flight = v["requests_per_sec"] * v["mean_ms"] / 1000
+        assert in_flight == pytest.approx(v["concurrency"], rel=0.20), v["name"]
+
+
+def test_fixed_service_throughput_follows_min_c_lanes_over_service_time(smoke, lanes, work_ms):
+    capacity = lanes / (work_ms / 1000)
+    for c, v in by_c(sweep(smoke, "fixed-")).items():
+        predicted = min(c, lanes) / (work_ms / 1000)
+        assert v["predicted_requests_per_sec"] == pytest.approx(predicted)
+        assert 0.80 <= v["requests_per_sec"] / predicted <= 1.05, v["name"]
+        assert v["requests_per_sec"] <= 1.05 * capacity
+
+
+def test_throughput_saturates(smoke, lanes):
+    fixed = by_c(sweep(smoke, "fixed-"))
+    # Past the knee, four times the cars give the same toll rate (within 15 %).
+    assert fixed[TOP]["requests_per_sec"] == pytest.approx(fixed[2 * lanes]["requests_per_sec"], rel=0.15)
+    echo = by_c(sweep(smoke, ""))
+    # The echo has no known capacity, but 64 cars do not get 64 times the throughput of one:
+    # far from it (a quarter would already be a road four times as wide as one core gives).
+    assert echo[TOP]["requests_per_sec"] < TOP / 4 * echo[1]["requests_per_sec"]
+
+
+def test_latency_stays_flat_below_the_knee_and_grows_past_it(smoke, lanes, work_ms):
+    fixed = by_c(sweep(smoke, "fixed-"))
+    for c in (1, 2, 4, lanes):
+        assert work_ms <= fixed[c]["mean_ms"] <= 1.5 * work_ms, fixed[c]
+    # Past the knee each extra car waits: mean = c / capacity, i.e. TOP / lanes service times.
+    expected = TOP / lanes * work_ms
+    assert fixed[TOP]["mean_ms"] == pytest.approx(expected, rel=0.25)
+    assert fixed[TOP]["p99_ms"] > 4 * fixed[lanes]["p99_ms"]
+    echo = by_c(sweep(smoke, ""))
+    assert echo[TOP]["mean_ms"] > 5 * echo[1]["mean_ms"]
+    assert echo[TOP]["p99_ms"] > 2 * echo[1]["p99_ms"]
+
+
+def test_open_loop_queue_builds_only_past_capacity(smoke, lanes, work_ms):
+    capacity = lanes / (work_ms / 1000)
+    steps = open_steps(smoke)
+    below = [v for v in steps if v["extra"]["fraction_of_capacity"] < 1]
+    past = [v for v in steps if v["extra"]["fraction_of_capacity"] > 1]
+    assert below and past
+    for v in below:
+        assert v["requests_per_sec"] == pytest.approx(v["extra"]["offered_rate"], rel=0.10)
+        assert v["p99_ms"] < 3 * work_ms, v
+    for v in past:
+        # The server still serves at its capacity; the rest waits, longer and longer.
+        assert v["requests_per_sec"] <= 1.05 * capacity
+        assert v["p50_ms"] > 5 * work_ms and v["max_ms"] > 10 * work_ms, v

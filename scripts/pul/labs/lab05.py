@@ -1,0 +1,366 @@
+"""Lab 05: the concurrency highway -- a ladder of concurrencies, Little's law, and an open-loop check.
+
+Three sweeps against one server:
+  c=N           the JSON echo (pure CPU on Play's default dispatcher) at c = 1, 2, 4, ... (ab, closed loop)
+  fixed-c=N     the same echo behind a fixed service time on a fixed pool: capacity known in advance
+  open-rate=R   the fixed endpoint at fixed request rates below, near and past its capacity (open loop)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+from typing import Iterator
+
+from .. import report
+from ..errors import UsageError
+from ..lab import Lab, Prediction, Step
+from ..limits import raise_open_files
+from ..results import machine_line
+
+# ab refuses a concurrency above 20,000 (its MAX_CONCURRENCY).
+AB_MAX_CONCURRENCY = 20000
+# Each step sends at least this many times c requests. A closed-loop run ends with a drain:
+# the last c requests finish while no new ones start, which lowers the average number in
+# flight by about c * R / (2 T) = c / (2 * this); at 10 the drain costs at most 5 %.
+REQUESTS_PER_CONCURRENCY = 10
+# Little's law check: c must lie within X * [lowest, highest possible mean latency], widened by this.
+LITTLE_TOLERANCE = 0.10
+# The fixed-service sweep goes up to this many times the pool size (well past the knee).
+FIXED_LADDER_FACTOR = 8
+# Seconds of load per fixed-service step, and per open-loop rate.
+FIXED_STEP_SECONDS = 4
+OPEN_LOOP_SECONDS = 5
+# Offered rates of the open-loop check, as fractions of the fixed endpoint's capacity.
+OPEN_LOOP_FRACTIONS = (0.5, 0.9, 1.2)
+# Open loop: the most requests in flight the generator may hold (its file descriptors).
+OPEN_LOOP_MAX_IN_FLIGHT = 4000
+
+
+def ladder(top: int) -> list[int]:
+    """1, 2, 4, ... up to top (top itself included when it is not a power of two)."""
+    steps = [2 ** i for i in range(int(math.log2(top)) + 1)]
+    return steps if steps[-1] == top else steps + [top]
+
+
+def little_check(v: dict) -> dict:
+    """Little's law for one closed-loop step: in flight = throughput x mean time in the system.
+
+    mean_ms is integrated from ab's 101 percentiles (trapezoids). The quantile function is
+    monotone, so the true mean lies within mean +- (max - min) / 200 -- the left and right
+    Riemann sums. With min >= 0 that gives the bounds used here. ab's "Time per request" is
+    NOT used: ab computes it as c * duration / complete, i.e. from Little's law itself.
+    """
+    x = v["requests_per_sec"]
+    half_width = v["max_ms"] / 200
+    low, high = max(0.0, v["mean_ms"] - half_width), v["mean_ms"] + half_width
+    in_flight = x * v["mean_ms"] / 1000
+    c = v["concurrency"]
+    holds = x * low / 1000 * (1 - LITTLE_TOLERANCE) <= c <= x * high / 1000 * (1 + LITTLE_TOLERANCE)
+    return {"in_flight": in_flight, "ratio": in_flight / c, "holds": holds,
+            "low": x * low / 1000, "high": x * high / 1000}
+
+
+def sweep(results: dict, prefix: str) -> list[dict]:
+    """The closed-loop steps of one sweep, by concurrency."""
+    chosen = [v for v in results["variants"]
+              if (v["name"].startswith(prefix) if prefix else v["name"].startswith("c="))]
+    return sorted(chosen, key=lambda v: v["concurrency"])
+
+
+def open_steps(results: dict) -> list[dict]:
+    return sorted((v for v in results["variants"] if v["name"].startswith("open-")),
+                  key=lambda v: v["extra"]["offered_rate"])
+
+
+def echo_model(results: dict) -> dict | None:
+    """The echo's bounds: an empty road, then a full one.
+
+    Nothing tells us the echo's capacity in advance (it is CPU work whose cost per request
+    even falls as batches grow), so this model takes two measured numbers: R1, the time one
+    request takes alone (the c=1 mean), and the plateau, the best throughput of the sweep.
+    Then throughput <= min(c / R1, plateau), latency >= max(R1, c / plateau), and the knee
+    is where the lines meet: c* = plateau x R1. The fixed-service endpoint is the one whose
+    capacity is predicted before any request is sent.
+    """
+    steps = sweep(results, "")
+    if not steps or steps[0]["concurrency"] != 1:
+        return None
+    r1_ms = steps[0]["mean_ms"]
+    best = max(steps, key=lambda v: v["requests_per_sec"])
+    return {"r1_ms": r1_ms, "capacity": best["requests_per_sec"], "best_c": best["concurrency"],
+            "knee": best["requests_per_sec"] * r1_ms / 1000,
+            "cpu_ms_c1": steps[0].get("server_cpu_ms_per_request"),
+            "cpu_ms_best": best.get("server_cpu_ms_per_request")}
+
+
+def fixed_model(results: dict) -> dict:
+    lanes = results["pools"]["pools"]["lanes"]["threads"]
+    work_ms = results["pools"]["work_ms"]
+    return {"lanes": lanes, "work_ms": work_ms, "capacity": lanes / (work_ms / 1000), "knee": lanes}
+
+
+def measured_knee(steps: list[dict]) -> dict | None:
+    """The smallest concurrency already at 90 % of the best throughput of the sweep."""
+    if not steps:
+        return None
+    best = max(v["requests_per_sec"] for v in steps)
+    for v in steps:
+        if v["requests_per_sec"] >= 0.9 * best:
+            return v
+    return None
+
+
+class ConcurrencyHighway(Lab):
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument("--max-concurrency", type=int, default=self.defaults["max_concurrency"], metavar="N",
+                            help="top of the echo ladder 1, 2, 4, ... (default %(default)s; up to 20000, "
+                                 "e.g. 10000 for the write-up's largest step)")
+        parser.add_argument("--step-seconds", type=int, default=self.defaults["step_seconds"], metavar="S",
+                            help="seconds at most per echo step (ab -t; default %(default)s)")
+        parser.add_argument("--payload", choices=("small", "large"), default=self.defaults["payload"],
+                            help="JSON body: small (~190 bytes, like the write-up's) or large (~13 KB)")
+
+    def params(self, options: argparse.Namespace) -> dict:
+        params = super().params(options)
+        if params["max_concurrency"] > AB_MAX_CONCURRENCY:
+            raise UsageError(f"--max-concurrency must be at most {AB_MAX_CONCURRENCY} (ab's limit)")
+        return params
+
+    @contextlib.contextmanager
+    def services(self, context) -> Iterator[dict[str, str]]:
+        # Each connection is a file descriptor in ab and in the server: raise the limit
+        # (children inherit it) and say so -- or say why not -- before any load starts.
+        _, message = raise_open_files(self._open_files_wanted)
+        context.progress.note(message)
+        yield {}
+
+    def steps(self, params: dict) -> list[Step]:
+        payload = params["payload"]
+        # Per process: ab (or openload) holds one descriptor per connection, and so does the
+        # server, which also needs its own (jars, sockets, logs): room for 1,024 of those.
+        self._open_files_wanted = max(params["max_concurrency"], OPEN_LOOP_MAX_IN_FLIGHT) + 1024
+        steps = []
+        echo_warmup_at = min(8, params["max_concurrency"])
+        for c in ladder(params["max_concurrency"]):
+            steps.append(Step(
+                name=f"c={c}", bench_variant="echo", concurrency=c,
+                requests=max(params["requests"], REQUESTS_PER_CONCURRENCY * c),
+                # One warm-up (repeated until it settles) for the whole sweep, at c=8.
+                warmup_requests=max(params["requests"], 4000) if c == echo_warmup_at else 0,
+                extra={"sweep": "echo", "payload": payload,
+                       "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(params["step_seconds"])}}))
+        capacity = params["pool_size"] / (params["work_ms"] / 1000)
+        fixed_top = min(params["max_concurrency"], FIXED_LADDER_FACTOR * params["pool_size"])
+        for c in ladder(fixed_top):
+            rate = min(c, params["pool_size"]) / (params["work_ms"] / 1000)
+            steps.append(Step(
+                name=f"fixed-c={c}", bench_variant="fixed", concurrency=c,
+                requests=max(100, REQUESTS_PER_CONCURRENCY * c, round(rate * FIXED_STEP_SECONDS)),
+                pool="lanes", service_ms=params["work_ms"],
+                warmup_requests=400 if c == ladder(fixed_top)[-1] else 0,
+                extra={"sweep": "fixed", "payload": payload,
+                       "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(4 * FIXED_STEP_SECONDS + 10)}}))
+        for fraction in OPEN_LOOP_FRACTIONS:
+            rate = round(fraction * capacity)
+            steps.append(Step(
+                # concurrency: only the cap on requests in flight; the load is the rate.
+                name=f"open-rate={rate}", bench_variant="fixed", concurrency=OPEN_LOOP_MAX_IN_FLIGHT,
+                requests=round(rate * OPEN_LOOP_SECONDS), pool="lanes", service_ms=params["work_ms"],
+                warmup_requests=0,
+                extra={"sweep": "open", "payload": payload, "offered_rate": rate,
+                       "fraction_of_capacity": fraction, "seconds": OPEN_LOOP_SECONDS,
+                       "bench_env": {"PAYLOAD": payload, "RATE": str(rate),
+                                     "DURATION": str(OPEN_LOOP_SECONDS)}}))
+        return steps
+
+    def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
+        sweep_name = step.extra.get("sweep")
+        if sweep_name == "echo":
+            return Prediction(None, "echo: model drawn from the c=1 step (see the figures)")
+        if sweep_name == "open":
+            threads = pools["pools"]["lanes"]["threads"]
+            capacity = threads / (step.service_ms / 1000)
+            rate = step.extra["offered_rate"]
+            return Prediction(round(min(rate, capacity), 1),
+                              f"min(offered {rate}/s, {threads} lanes / {step.service_ms:g} ms)")
+        return super().predict(step, pools, params)
+
+    # -- results ----------------------------------------------------------
+    def summary_notes(self, results: dict) -> list[str]:
+        notes = []
+        for prefix, label in (("", "echo"), ("fixed-", "fixed-service")):
+            steps = sweep(results, prefix)
+            if not steps:
+                continue
+            broken = [v["name"] for v in steps if not little_check(v)["holds"]]
+            notes.append(f"Little's law (c = throughput x mean latency, within the mean's bounds "
+                         f"+-{LITTLE_TOLERANCE:.0%}), {label} sweep: "
+                         + ("holds at every step." if not broken else
+                            f"does NOT hold at {', '.join(broken)} -- the load generator, not the server, "
+                            "set the pace there."))
+            knee = measured_knee(steps)
+            best = max(steps, key=lambda v: v["requests_per_sec"])
+            last = steps[-1]
+            notes.append(f"{label}: throughput reaches 90% of its best ({best['requests_per_sec']:,.0f} req/s "
+                         f"at c={best['concurrency']}) at c={knee['concurrency']}; at c={last['concurrency']} "
+                         f"it is {last['requests_per_sec']:,.0f} req/s with a mean latency of "
+                         f"{last['mean_ms']:,.1f} ms ({last['mean_ms'] / steps[0]['mean_ms']:,.0f}x that at "
+                         f"c={steps[0]['concurrency']}).")
+        failures = [v for v in results["variants"] if v["failed"] or v["non_2xx"]]
+        notes.append("No failed or non-2xx requests." if not failures else
+                     "Failures: " + "; ".join(f"{v['name']}: {v['failed']} failed, {v['non_2xx']} non-2xx"
+                                              + (f" ({', '.join(v['errors'])})" if v["errors"] else "")
+                                              for v in failures))
+        model = echo_model(results)
+        if model:
+            notes.append(f"echo bounds: R1 = {model['r1_ms']:.2f} ms alone (c=1), plateau {model['capacity']:,.0f} "
+                         f"req/s (c={model['best_c']}) -> knee at c* = plateau x R1 = {model['knee']:.1f}.")
+        for v in open_steps(results):
+            notes.append(f"open loop at {v['extra']['offered_rate']} req/s "
+                         f"({v['extra']['fraction_of_capacity']:.0%} of capacity): served "
+                         f"{v['requests_per_sec']:,.0f} req/s, p50 {v['p50_ms']:,.1f} ms, "
+                         f"p99 {v['p99_ms']:,.1f} ms.")
+        return notes
+
+    def report(self, results: dict) -> dict[str, str]:
+        machine = machine_line(results) + "\n"
+        return {
+            "book/src/generated/lab05-echo-table.md": closed_table(sweep(results, "")) + "\n" + machine,
+            "book/src/generated/lab05-fixed-table.md": closed_table(sweep(results, "fixed-")) + "\n" + machine,
+            "book/src/generated/lab05-open-table.md": open_table(results) + "\n" + machine,
+            "book/src/generated/lab05-summary.md": "\n".join(f"- {n}" for n in self.summary_notes(results)) + "\n",
+            "book/src/generated/lab05-model.md": model_sentences(results),
+            "book/src/figures/lab05-throughput.svg": throughput_figure(results),
+            "book/src/figures/lab05-latency.svg": latency_figure(results),
+        }
+
+
+def _f(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def closed_table(steps: list[dict]) -> str:
+    rows = ["| c | req/s | mean ms | p50 ms | p90 ms | p99 ms | max ms | failed | server CPU "
+            "| predicted req/s | X·R (in flight) | X·R / c | Little |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"]
+    for v in steps:
+        check = little_check(v)
+        cpu = v.get("server_cpu_utilization")
+        rows.append(
+            f"| {v['concurrency']:,} | {v['requests_per_sec']:,.0f} | {_f(v['mean_ms'], 2)} | {_f(v['p50_ms'], 2)} "
+            f"| {_f(v['p90_ms'], 2)} | {_f(v['p99_ms'], 2)} | {_f(v['max_ms'], 1)} | {v['failed'] + v['non_2xx']:,} "
+            f"| {'–' if cpu is None else f'{cpu:.0%}'} | {_f(v['predicted_requests_per_sec'], 0)} "
+            f"| {check['in_flight']:,.2f} | {check['ratio']:.2f} | {'holds' if check['holds'] else '**off**'} |")
+    return "\n".join(rows) + "\n"
+
+
+def open_table(results: dict) -> str:
+    rows = ["| offered req/s | share of capacity | served req/s | p50 ms | p90 ms | p99 ms | max ms | failed |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for v in open_steps(results):
+        rows.append(f"| {v['extra']['offered_rate']:,} | {v['extra']['fraction_of_capacity']:.0%} "
+                    f"| {v['requests_per_sec']:,.0f} | {_f(v['p50_ms'])} | {_f(v['p90_ms'])} | {_f(v['p99_ms'])} "
+                    f"| {_f(v['max_ms'])} | {v['failed'] + v['non_2xx']:,} |")
+    return "\n".join(rows) + "\n"
+
+
+def model_sentences(results: dict) -> str:
+    """The models' numbers as a sentence for the chapter (never typed into the prose)."""
+    fixed = fixed_model(results)
+    text = (f"The fixed-service endpoint has {fixed['lanes']} lanes and {fixed['work_ms']} ms per request, so "
+            f"its capacity is {fixed['lanes']} / {fixed['work_ms'] / 1000:g} s = **{fixed['capacity']:,.0f} req/s** "
+            f"and its knee is at **c = {fixed['knee']}**.")
+    model = echo_model(results)
+    if model:
+        text += (f" The echo, alone on the road (c = 1), took R₁ = **{model['r1_ms']:.2f} ms**; its best "
+                 f"throughput was **{model['capacity']:,.0f} req/s** (at c = {model['best_c']:,}), so its bounds "
+                 f"meet at c* = {model['capacity']:,.0f}/s × {model['r1_ms'] / 1000:.5f} s ≈ **{model['knee']:.1f}**. "
+                 f"Its server CPU per request fell from {model['cpu_ms_c1']:.3f} ms at c = 1 to "
+                 f"{model['cpu_ms_best']:.3f} ms at c = {model['best_c']:,}: a busy server works in batches.")
+    return text + "\n"
+
+
+def _data_block(name: str, rows: list[tuple]) -> str:
+    body = "\n".join(" ".join(f"{x:.6g}" for x in row) for row in rows) or "1 1"
+    return f"${name} << EOD\n{body}\nEOD\n"
+
+
+def _model_rows(top: int, capacity: float, r1_ms: float, kind: str) -> list[tuple]:
+    """Points of the bound lines, dense enough to draw the corner on log axes."""
+    points = sorted({1.0, capacity * r1_ms / 1000, float(top)} | {2 ** (i / 4) for i in range(4 * int(math.log2(top)) + 1)})
+    rows = []
+    for c in points:
+        if kind == "throughput":
+            rows.append((c, min(c / (r1_ms / 1000), capacity)))
+        else:
+            rows.append((c, max(r1_ms, c / capacity * 1000)))
+    return rows
+
+
+def _figure(results: dict, kind: str) -> str:
+    echo, fixed = sweep(results, ""), sweep(results, "fixed-")
+    top = max([v["concurrency"] for v in echo + fixed] or [1])
+    model = echo_model(results)
+    fm = fixed_model(results)
+    blocks = ""
+    plots = []
+    if kind == "throughput":
+        blocks += _data_block("echo", [(v["concurrency"], v["requests_per_sec"]) for v in echo])
+        blocks += _data_block("fixed", [(v["concurrency"], v["requests_per_sec"]) for v in fixed])
+        ylabel, title = "requests per second (log)", "Throughput vs concurrency: the toll rate stops rising at the knee"
+        plots.append("$echo using 1:2 with linespoints pt 7 lc rgb '#1f77b4' lw 2 title 'echo, measured'")
+        plots.append("$fixed using 1:2 with linespoints pt 5 lc rgb '#d62728' lw 2 "
+                     f"title 'fixed {fm['work_ms']} ms x {fm['lanes']} lanes, measured'")
+    else:
+        blocks += _data_block("echo", [(v["concurrency"], v["mean_ms"], v["p99_ms"]) for v in echo])
+        blocks += _data_block("fixed", [(v["concurrency"], v["mean_ms"], v["p99_ms"]) for v in fixed])
+        ylabel, title = "latency, ms (log)", "Latency vs concurrency: past the knee, every extra car only waits"
+        plots.append("$echo using 1:2 with linespoints pt 7 lc rgb '#1f77b4' lw 2 title 'echo, mean'")
+        plots.append("$echo using 1:3 with points pt 6 lc rgb '#1f77b4' title 'echo, p99'")
+        plots.append("$fixed using 1:2 with linespoints pt 5 lc rgb '#d62728' lw 2 title 'fixed, mean'")
+        plots.append("$fixed using 1:3 with points pt 4 lc rgb '#d62728' title 'fixed, p99'")
+    if model:
+        blocks += _data_block("echomodel", _model_rows(top, model["capacity"], model["r1_ms"], kind))
+        plots.append("$echomodel using 1:2 with lines dt 2 lc rgb '#1f77b4' lw 1.5 title "
+                     + ("'echo bounds: min(c / R1, plateau)'" if kind == "throughput"
+                        else "'echo bounds: max(R1, c / plateau)'"))
+    if fixed:
+        blocks += _data_block("fixedmodel", _model_rows(max(v["concurrency"] for v in fixed), fm["capacity"],
+                                                        fm["work_ms"], kind))
+        plots.append("$fixedmodel using 1:2 with lines dt 2 lc rgb '#d62728' lw 1.5 title "
+                     + ("'fixed model: min(c, lanes) / service time'" if kind == "throughput"
+                        else "'fixed model: max(service time, c / capacity)'"))
+    script = report.svg_header(760, 460) + f"""
+set title "{title}"
+set logscale xy 2
+set format y "%g"
+set xlabel "concurrency c (requests in flight, log)"
+set ylabel "{ylabel}"
+set grid xtics ytics mxtics mytics lc rgb '#dddddd'
+set key bottom right box opaque
+set xrange [0.8:{top * 1.25}]
+{blocks}
+plot {', '.join(plots)}
+"""
+    return report.gnuplot_svg(script)
+
+
+def throughput_figure(results: dict) -> str:
+    return _figure(results, "throughput")
+
+
+def latency_figure(results: dict) -> str:
+    return _figure(results, "latency")
+
+
+LAB = ConcurrencyHighway(
+    number="05",
+    title="The concurrency highway",
+    summary="A ladder of concurrencies against a JSON echo: throughput saturates, latency grows, "
+            "Little's law checked at every step; plus an open-loop run past capacity.",
+    defaults={"max_concurrency": 1024, "requests": 3000, "step_seconds": 30, "payload": "small",
+              "pool_size": 8, "work_ms": 20},
+)
