@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import report
+from . import exercises, report
 from .errors import EXIT_CODES, LabError, UsageError
 from .lab import all_labs, resolve
 from .procs import Interrupted, signals_raise
@@ -21,6 +21,11 @@ Commands:
   report [LAB...] [--check]
                            redraw the book's tables and figures from the committed
                            results (--check: fail if a committed one is stale)
+  check LAB [EXERCISE...] [--list] [--solution]
+                           check your solution of the lab's exercises: build, measure,
+                           pass/fail with the measured numbers and a hint
+  reset LAB [--force]      put the lab's code back to its starting state (saves your
+                           changes to a backup first; refuses without --force)
 
 Exit codes:
 """ + "\n".join(f"  {code:3}  {meaning}" for code, meaning in EXIT_CODES.items())
@@ -105,7 +110,8 @@ def main(argv: list[str]) -> int:
         print(USAGE)
         return 0 if argv else 2
     commands = {"list": lambda: cmd_list(), "run": lambda: cmd_run(argv),
-                "report": lambda: cmd_report(argv)}
+                "report": lambda: cmd_report(argv),
+                "check": lambda: exercises.cmd_check(argv), "reset": lambda: exercises.cmd_reset(argv)}
     if argv[0] not in commands:
         print(f"scripts/lab: unknown command {argv[0]!r}\n\n{USAGE}", file=sys.stderr)
         return 2

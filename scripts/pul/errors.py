@@ -42,6 +42,7 @@ EXIT_CODES = {
     5: "the server did not start, or stopped during the run",
     6: "the lab did not build",
     7: "the load generator failed",
+    8: "an exercise check did not pass (scripts/lab check: the output says why, with a hint)",
     130: "interrupted (Ctrl-C); everything started was stopped",
     143: "terminated (SIGTERM); everything started was stopped",
 }

@@ -1,0 +1,509 @@
+"""Checked exercises: `scripts/lab check LAB [EXERCISE...]` and `scripts/lab reset LAB`.
+
+Every lab declares its exercises in one place, `labs/NN-name/exercises.toml`:
+what to measure (variants, parameters), which parameters the reader's own code
+decides (they are *not* passed to the server, so the app's configuration
+counts), and what must hold afterwards, as small arithmetic comparisons over the
+measured numbers ("requests_per_sec >= 0.9 * in_flight_limit"), each with a
+hint shown when it does not hold.
+
+A check builds the reader's current lab code and measures through the normal
+driver (`pul.run.run`), into a scratch results directory, so the committed
+results and the book are never touched.
+
+Solutions live in `labs/NN-name/solutions/<exercise>.patch`: a diff against the
+lab's starting state, applied with `git apply`. `check --solution` applies it to
+a scratch copy of the lab (the reader's files are never touched) and checks
+that. `reset` puts the lab's files back to the last commit, after saving the
+reader's changes to a backup it names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import copy
+import operator
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Iterator
+
+from .errors import LabError, UsageError
+from .lab import REPO, Lab, resolve
+from .run import RunOptions, run
+
+EXERCISES_FILE = "exercises.toml"
+SOLUTIONS_DIR = "solutions"
+# Lab files that are not the reader's exercise work: measurements, the exercise
+# machinery itself, and the lab's own smoke tests.
+NOT_EXERCISE_WORK = ("results/", "solutions/", "tests/", "target/", EXERCISES_FILE)
+BACKUP_DIR = REPO / ".lab-backups"
+
+
+class ExerciseFailed(LabError):
+    """At least one checked exercise did not pass (the output says why, with a hint)."""
+
+    exit_code = 8
+
+
+class ExerciseSpecError(LabError):
+    """An exercises.toml that cannot be used (a bug in the lab, not in the reader's work)."""
+
+
+# -- the declaration ------------------------------------------------------
+
+@dataclass
+class Expectation:
+    variant: str
+    that: str
+    hint: str
+    # The comparison, parsed once: left, operator symbol, right.
+    left: ast.expr = field(repr=False, default=None)
+    op: str = ""
+    right: ast.expr = field(repr=False, default=None)
+
+
+@dataclass
+class Exercise:
+    lab: Lab
+    id: str
+    title: str
+    task: str
+    measure: list[str]
+    params: dict
+    app_decides: list[str]
+    expect: list[Expectation]
+    warmup: int | None = None
+    allow_errors: bool = False
+
+    @property
+    def solution(self) -> Path:
+        return self.lab.dir / SOLUTIONS_DIR / f"{self.id}.patch"
+
+
+COMPARISONS = {ast.GtE: ">=", ast.LtE: "<=", ast.Gt: ">", ast.Lt: "<"}
+COMPARE = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+FUNCTIONS = {"min": min, "max": max, "abs": abs}
+
+
+def _parse_comparison(text: str, where: str) -> tuple[ast.expr, str, ast.expr]:
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as error:
+        raise ExerciseSpecError(f"{where}: cannot parse {text!r}: {error.msg}")
+    if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1 and type(tree.ops[0]) in COMPARISONS):
+        raise ExerciseSpecError(f"{where}: {text!r} must be one comparison (>=, <=, > or <)")
+    for side in (tree.left, tree.comparators[0]):
+        _validate(side, where, text)
+    return tree.left, COMPARISONS[type(tree.ops[0])], tree.comparators[0]
+
+
+def _validate(node: ast.AST, where: str, text: str) -> None:
+    """Only numbers, names, name.attribute, + - * /, unary minus and min/max/abs."""
+    allowed = (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Call, ast.Load,
+               ast.USub, *BINARY)
+    for child in ast.walk(node):
+        if not isinstance(child, allowed):
+            raise ExerciseSpecError(f"{where}: {text!r} uses {type(child).__name__}, which checks do not allow")
+        if isinstance(child, ast.Call) and not (isinstance(child.func, ast.Name) and child.func.id in FUNCTIONS):
+            raise ExerciseSpecError(f"{where}: {text!r} may only call {', '.join(FUNCTIONS)}")
+        if isinstance(child, ast.Constant) and not isinstance(child.value, (int, float)):
+            raise ExerciseSpecError(f"{where}: {text!r} may only use numbers")
+
+
+def evaluate(node: ast.expr, names: dict) -> float:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in names or names[node.id] is None:
+            known = ", ".join(sorted(k for k, v in names.items() if isinstance(v, (int, float))))
+            raise ExerciseSpecError(f"no measured number called {node.id!r}; known: {known}")
+        return names[node.id]
+    if isinstance(node, ast.Attribute):
+        owner = evaluate(node.value, names)
+        value = getattr(owner, node.attr, None)
+        if value is None:
+            raise ExerciseSpecError(f"no measured number {ast.unparse(node)!r}")
+        return value
+    if isinstance(node, ast.BinOp):
+        return BINARY[type(node.op)](evaluate(node.left, names), evaluate(node.right, names))
+    if isinstance(node, ast.UnaryOp):
+        return -evaluate(node.operand, names)
+    if isinstance(node, ast.Call):
+        return FUNCTIONS[node.func.id](*(evaluate(arg, names) for arg in node.args))
+    raise ExerciseSpecError(f"cannot evaluate {ast.unparse(node)!r}")
+
+
+def load(lab: Lab) -> list[Exercise]:
+    """The lab's exercises, validated against its variants; [] when it declares none."""
+    path = lab.dir / EXERCISES_FILE
+    if not path.exists():
+        return []
+    try:
+        import tomllib
+    except ModuleNotFoundError:
+        raise LabError(f"checking exercises needs Python 3.11 or newer (this is {sys.version.split()[0]}); "
+                       "the other lab commands work with 3.9")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise ExerciseSpecError(f"{path}: {error}")
+    variants = lab.variants()
+    exercises = []
+    for number, raw in enumerate(data.get("exercise", []), 1):
+        where = f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}, exercise {number}"
+        missing = [key for key in ("id", "title", "task", "measure", "expect") if key not in raw]
+        if missing:
+            raise ExerciseSpecError(f"{where}: missing {', '.join(missing)}")
+        unknown_params = set(raw.get("params", {})) - set(lab.defaults)
+        if unknown_params:
+            raise ExerciseSpecError(f"{where}: unknown params {sorted(unknown_params)}; "
+                                    f"the lab's are {sorted(lab.defaults)}")
+        for name in raw["measure"]:
+            if name not in variants:
+                raise ExerciseSpecError(f"{where}: unknown variant {name!r}; the lab's are {', '.join(variants)}")
+        expectations = []
+        for item in raw["expect"]:
+            if item.get("variant") not in raw["measure"]:
+                raise ExerciseSpecError(f"{where}: expect.variant must be one of measure {raw['measure']}")
+            left, op, right = _parse_comparison(item["that"], where)
+            expectations.append(Expectation(item["variant"], item["that"], item.get("hint", "").strip(),
+                                            left, op, right))
+        exercises.append(Exercise(
+            lab=lab, id=raw["id"], title=raw["title"], task=" ".join(raw["task"].split()),
+            measure=list(raw["measure"]), params=dict(raw.get("params", {})),
+            app_decides=list(raw.get("app_decides", [])), expect=expectations,
+            warmup=raw.get("warmup"), allow_errors=bool(raw.get("allow_errors", False))))
+    ids = [e.id for e in exercises]
+    if len(set(ids)) != len(ids):
+        raise ExerciseSpecError(f"{path}: exercise ids must be unique ({', '.join(ids)})")
+    return exercises
+
+
+# -- judging a measurement --------------------------------------------------
+
+@dataclass
+class Verdict:
+    expectation: Expectation
+    passed: bool
+    left: float
+    right: float
+    message: str
+
+
+def _numbers(record: dict) -> dict:
+    """The numeric fields of a variant record, probe and extra fields flattened."""
+    names = {k: v for k, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    for key, value in (record.get("probe") or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            names[f"probe_{key}"] = value
+    for key, value in (record.get("extra") or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            names.setdefault(key, value)
+    return names
+
+
+def names_for(results: dict, variant: str) -> dict:
+    """What an expectation may name: its variant's numbers, the params, pool sizes, other variants."""
+    by_name = {v["name"]: v for v in results["variants"]}
+    record = by_name[variant]
+    names: dict = {}
+    for key, value in results["params"].items():
+        names[key] = value
+    for pool, info in (results.get("pools") or {}).get("pools", {}).items():
+        names[f"threads_{pool}"] = info.get("threads")
+    names.update(_numbers(record))
+    if record.get("service_ms"):
+        # What Little's law allows if every request in flight had a thread of its own.
+        names["in_flight_limit"] = record["concurrency"] / (record["service_ms"] / 1000.0)
+    for other, other_record in by_name.items():
+        names[other.replace("-", "_")] = SimpleNamespace(**_numbers(other_record))
+    return names
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"
+
+
+def judge(exercise: Exercise, results: dict) -> list[Verdict]:
+    verdicts = []
+    by_name = {v["name"]: v for v in results["variants"]}
+    if not exercise.allow_errors:
+        for name in exercise.measure:
+            record = by_name[name]
+            if record["failed"] or record["non_2xx"]:
+                bad = Expectation(name, "failed + non_2xx == 0", "")
+                verdicts.append(Verdict(bad, False, record["failed"] + record["non_2xx"], 0,
+                                        f"{name}: {record['failed']} failed and {record['non_2xx']} non-2xx "
+                                        "responses; a passing solution answers every request. The server log "
+                                        "(target/pul/server.log in the lab) says why."))
+    for expectation in exercise.expect:
+        names = names_for(results, expectation.variant)
+        left = evaluate(expectation.left, names)
+        right = evaluate(expectation.right, names)
+        passed = COMPARE[expectation.op](left, right)
+        left_text, right_text = ast.unparse(expectation.left), ast.unparse(expectation.right)
+        shown_right = _fmt(right) if right_text == _fmt(right) else f"{_fmt(right)} (= {right_text})"
+        message = f"{expectation.variant}: {left_text} = {_fmt(left)}, needs {expectation.op} {shown_right}"
+        if not passed and expectation.hint:
+            try:
+                hint = expectation.hint.format_map(_Rounded(names))
+            except (KeyError, AttributeError, ValueError, IndexError) as error:
+                raise ExerciseSpecError(f"{exercise.lab.name}/{exercise.id}: bad hint placeholder: {error}")
+            message += "\n" + _indent("Hint: " + " ".join(hint.split()), "      ")
+        verdicts.append(Verdict(expectation, passed, left, right, message))
+    return verdicts
+
+
+class _Rounded(dict):
+    """Hint placeholders: `{requests_per_sec}` shows a readable number without a format spec."""
+
+    def __getitem__(self, key):
+        value = super().__getitem__(key)
+        if isinstance(value, float):
+            return _Number(value)
+        return value
+
+
+class _Number(float):
+    def __format__(self, spec: str) -> str:
+        return format(float(self), spec) if spec else _fmt(float(self))
+
+
+def _indent(text: str, prefix: str, hanging: str = "  ") -> str:
+    import textwrap
+
+    return textwrap.fill(text, width=100, initial_indent=prefix, subsequent_indent=prefix + hanging)
+
+
+# -- checking ---------------------------------------------------------------
+
+def at_dir(lab: Lab, lab_dir: Path) -> Lab:
+    """The same lab, but built and run from another directory (a scratch copy)."""
+    moved = copy.copy(lab)
+    moved.__class__ = type(type(lab).__name__, (type(lab),), {"dir": property(lambda self: lab_dir)})
+    return moved
+
+
+def check_params(exercise: Exercise) -> dict:
+    params = {**exercise.lab.defaults, **exercise.params}
+    for key in exercise.app_decides:
+        params.pop(key, None)
+    return params
+
+
+def run_exercise(exercise: Exercise, lab: Lab, quiet: bool) -> tuple[list[Verdict], float]:
+    """Build `lab` (maybe a copy) as it is now, measure the exercise's variants, judge them."""
+    started = time.monotonic()
+    results_dir = lab.dir / "target" / "pul" / "checks" / exercise.id
+    params = check_params(exercise)
+    argv = ["check", exercise.lab.number, exercise.id]
+    data = run(lab, params, RunOptions(variants=tuple(exercise.measure), warmup=exercise.warmup,
+                                       time_limit=120, results_dir=results_dir, write_report=False,
+                                       quiet=quiet), argv)
+    return judge(exercise, data), time.monotonic() - started
+
+
+@contextlib.contextmanager
+def scratch_copy(lab: Lab) -> Iterator[Path]:
+    """A copy of the lab as `<tmp>/labs/NN-name` next to a link to the repository's scripts.
+
+    The lab's target/ comes along (with its timestamps), so sbt builds incrementally and an
+    unchanged copy needs no build at all; results/ stays behind.
+    """
+    root = Path(tempfile.mkdtemp(prefix=f"pul-check-{lab.number}-"))
+    try:
+        (root / "scripts").symlink_to(REPO / "scripts")
+        copy_dir = root / "labs" / lab.dir.name
+        shutil.copytree(lab.dir, copy_dir, symlinks=True,
+                        ignore=lambda d, names: ["results"] if Path(d) == lab.dir else [])
+        yield copy_dir
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def apply_patch(patch: Path, lab_dir: Path) -> None:
+    """`git apply` a solution to a lab directory (outside any repository: it acts like patch -p1)."""
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(lab_dir.parent)}
+    result = subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch)], cwd=lab_dir, env=env,
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        raise ExerciseSpecError(f"the solution {patch.name} does not apply to this lab's files "
+                                f"(was the lab changed since the solution was written?):\n{result.stderr.strip()}")
+
+
+def select(lab: Lab, wanted: list[str]) -> list[Exercise]:
+    exercises = load(lab)
+    if not exercises:
+        raise UsageError(f"lab {lab.name} has no checked exercises yet (no {EXERCISES_FILE}).")
+    if not wanted:
+        return exercises
+    by_id = {e.id: e for e in exercises}
+    unknown = [w for w in wanted if w not in by_id]
+    if unknown:
+        raise UsageError(f"unknown exercise(s) {', '.join(unknown)} for lab {lab.name}. "
+                         f"Its exercises: {', '.join(by_id)}")
+    return [by_id[w] for w in wanted]
+
+
+def print_list(lab: Lab, exercises: list[Exercise]) -> None:
+    print(f"Exercises of lab {lab.name} (check one with `scripts/lab check {lab.number} ID`):")
+    for exercise in exercises:
+        print(f"\n  {exercise.id}: {exercise.title}")
+        print(_indent(exercise.task, "    ", hanging=""))
+        print(f"    measures: {', '.join(exercise.measure)} with "
+              + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in exercise.params.items())
+              + (f"; your app's configuration decides {', '.join(exercise.app_decides)}"
+                 if exercise.app_decides else ""))
+
+
+def cmd_check(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/lab check",
+        description="Check your solution of a lab's exercises: builds the lab as it is now, runs a short "
+                    "measurement and says pass or fail, with the measured numbers and a hint.")
+    parser.add_argument("lab", help="the lab: 01, 1 or 01-non-blocking")
+    parser.add_argument("exercise", nargs="*", help="exercise ids (default: all of the lab's)")
+    parser.add_argument("--list", action="store_true", help="list the lab's exercises and what they ask")
+    parser.add_argument("--solution", action="store_true",
+                        help="check the book's solution instead of your code: applies "
+                             "solutions/ID.patch to a scratch copy (your files are not touched)")
+    parser.add_argument("--lab-dir", type=Path, help=argparse.SUPPRESS)  # tests: a prepared copy of the lab
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    options = parser.parse_args(argv[1:])
+    lab = resolve(options.lab)
+    exercises = select(lab, options.exercise)
+    if options.list:
+        print_list(lab, exercises)
+        return 0
+    with contextlib.ExitStack() as stack:
+        if options.lab_dir is not None:
+            lab_dir = options.lab_dir.resolve()
+            if not (lab_dir / "bench.sh").exists() or not (lab_dir.parent.parent / "scripts").exists():
+                raise UsageError(f"--lab-dir {lab_dir} must be a lab directory inside labs/ next to scripts/")
+            target = at_dir(lab, lab_dir)
+        elif options.solution:
+            target = at_dir(lab, stack.enter_context(scratch_copy(lab)))
+        else:
+            target = lab
+        if options.solution:
+            for exercise in exercises:
+                if not exercise.solution.exists():
+                    raise ExerciseSpecError(f"exercise {exercise.id} has no solution file {exercise.solution}")
+                apply_patch(exercise.solution, target.dir)
+                print(f"applied {exercise.solution.relative_to(REPO)} to a scratch copy of the lab")
+        outcomes = []
+        for exercise in exercises:
+            print(f"\n== Exercise {lab.number}/{exercise.id}: {exercise.title}")
+            verdicts, seconds = run_exercise(exercise, target, options.quiet)
+            outcomes.append((exercise, verdicts, seconds))
+    print()
+    passed = 0
+    for exercise, verdicts, seconds in outcomes:
+        ok = all(v.passed for v in verdicts)
+        passed += ok
+        print(f"{'PASS' if ok else 'FAIL'}  {lab.number}/{exercise.id}: {exercise.title}  ({seconds:.0f}s)")
+        for verdict in verdicts:
+            print(f"  {'ok  ' if verdict.passed else 'FAIL'} {verdict.message}")
+    print(f"\n{passed} of {len(outcomes)} exercise(s) passed.")
+    if passed != len(outcomes):
+        raise ExerciseFailed("not every exercise passed (see the hints above). "
+                             f"`scripts/lab check {lab.number} --list` says what each one asks.")
+    return 0
+
+
+# -- reset ------------------------------------------------------------------
+
+def _git(args: list[str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, **kwargs)
+
+
+def changed_files(lab_dir: Path, ref: str) -> tuple[list[str], list[str]]:
+    """(files differing from `ref`, untracked files) of a lab, relative to the repo, minus non-work files."""
+    top = _git(["rev-parse", "--show-toplevel"], lab_dir)
+    if top.returncode != 0:
+        raise LabError(f"`scripts/lab reset` needs the lab inside a git clone ({lab_dir} is not); "
+                       "download the project again or copy the lab's files from the original.")
+    root = Path(top.stdout.strip())
+    prefix = lab_dir.resolve().relative_to(root).as_posix() + "/"
+    if _git(["rev-parse", "--verify", "--quiet", ref + "^{commit}"], root).returncode != 0:
+        raise UsageError(f"{ref!r} is not a commit in {root}")
+    diff = _git(["diff", "--name-only", "--no-renames", ref, "--", prefix], root)
+    untracked = _git(["ls-files", "--others", "--exclude-standard", "--", prefix], root)
+
+    def work(paths: str) -> list[str]:
+        return [p for p in paths.splitlines() if p and not p[len(prefix):].startswith(NOT_EXERCISE_WORK)]
+
+    return work(diff.stdout), work(untracked.stdout)
+
+
+def cmd_reset(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/lab reset",
+        description="Put a lab's code back to its starting state (the last commit, or --to REF). "
+                    "Refuses when you have changes, unless --force; with --force your changes are first "
+                    f"saved under {BACKUP_DIR.relative_to(REPO)}/. results/ is never touched.")
+    parser.add_argument("lab")
+    parser.add_argument("--force", action="store_true", help="save your changes to a backup, then reset")
+    parser.add_argument("--to", default="HEAD", metavar="REF", help="the starting state (default HEAD)")
+    parser.add_argument("--backup-dir", type=Path, default=BACKUP_DIR, help=argparse.SUPPRESS)
+    options = parser.parse_args(argv[1:])
+    lab = resolve(options.lab)
+    return reset(lab.dir, options.to, options.force, options.backup_dir)
+
+
+def reset(lab_dir: Path, ref: str, force: bool, backup_root: Path) -> int:
+    root = Path(_git(["rev-parse", "--show-toplevel"], lab_dir).stdout.strip() or lab_dir)
+    changed, untracked = changed_files(lab_dir, ref)
+    if not changed and not untracked:
+        print(f"{lab_dir.name} is already at its starting state ({ref}); nothing to do.")
+        return 0
+    listing = "\n".join(f"  changed:   {p}" for p in changed) + ("\n" if changed and untracked else "") + \
+        "\n".join(f"  new file:  {p}" for p in untracked)
+    if not force:
+        raise LabError(f"{lab_dir.name} has changes that reset would undo:\n{listing}\n"
+                       f"Run `scripts/lab reset {lab_dir.name[:2]} --force` to save them to a backup under "
+                       f"{_show(backup_root)}/ and reset, or commit them first.")
+    backup = backup_root / f"{lab_dir.name}-{time.strftime('%Y%m%dT%H%M%S')}"
+    (backup / "files").mkdir(parents=True, exist_ok=False)
+    # A patch to re-apply everything at once, plus plain copies to pick from.
+    patch = _git(["diff", "--binary", "--no-renames", ref, "--", *changed], root).stdout if changed else ""
+    for path in untracked:
+        patch += _git(["diff", "--binary", "--no-index", "/dev/null", path], root).stdout
+    (backup / "changes.patch").write_text(patch)
+    for path in changed + untracked:
+        source = root / path
+        if source.exists():
+            destination = backup / "files" / path
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+    in_ref = set(_git(["ls-tree", "-r", "--name-only", ref, "--", *changed], root).stdout.split()) if changed else set()
+    restore = [p for p in changed if p in in_ref]
+    if restore:
+        result = _git(["checkout", ref, "--", *restore], root)
+        if result.returncode != 0:
+            raise LabError(f"git checkout failed (your changes are saved in {_show(backup)}):\n{result.stderr}")
+    for path in [p for p in changed if p not in in_ref] + untracked:
+        _git(["rm", "-q", "--cached", "--ignore-unmatch", "--", path], root)
+        with contextlib.suppress(FileNotFoundError):
+            (root / path).unlink()
+    print(f"{lab_dir.name} is back at its starting state ({ref}).\n{listing}")
+    print(f"Your changes are saved in {_show(backup)}/ (files/ and changes.patch); to bring them back:\n"
+          f"  git apply {_show(backup / 'changes.patch')}")
+    return 0
+
+
+def _show(path: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return str(path)

@@ -1,0 +1,223 @@
+"""`scripts/merge-results`: the room's results in one table and one figure per lab.
+
+In a workshop every student runs the same lab on a different laptop. Collect each
+student's `labs/NN-name/results/*.json` (a shared folder, a USB stick, a chat upload),
+then merge them: one markdown table per lab and parameter set, with each machine's
+facts and its numbers side by side, the spread (slowest, median, fastest) per variant,
+and an SVG figure with one group of bars per machine. That is where the room sees that
+the same code, under the same load, gives different numbers on different machines,
+and that the *ratio* to the Little's-law prediction moves much less than the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from . import report
+from .errors import LabError, UsageError
+
+
+def _is_results(data: object) -> bool:
+    return isinstance(data, dict) and {"lab", "variants", "machine", "params"} <= set(data) \
+        and isinstance(data["variants"], list)
+
+
+def find_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.json") if p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"no such file or directory: {path}")
+    return files
+
+
+def source_name(path: Path) -> str:
+    """Who sent it: the first directory above labs/ or results/, else the file's folder."""
+    parts = path.resolve().parts
+    for marker in ("labs", "results"):
+        if marker in parts:
+            index = parts.index(marker)
+            if index > 0:
+                return parts[index - 1]
+    return path.parent.name or path.stem
+
+
+def load_runs(files: list[Path], warn=print) -> list[dict]:
+    """Results files, each once (latest.json repeats a stamped file), with where they came from."""
+    runs, seen = [], set()
+    for path in files:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            warn(f"skipped {path}: not readable JSON ({error})")
+            continue
+        if not _is_results(data):
+            warn(f"skipped {path}: not a lab results file")
+            continue
+        key = (data.get("run_id"), data["lab"], data.get("started_at"),
+               json.dumps(data["machine"], sort_keys=True))
+        if key in seen:
+            continue
+        seen.add(key)
+        runs.append({**data, "_source": source_name(path), "_path": str(path)})
+    return runs
+
+
+def groups(runs: list[dict]) -> dict[tuple[str, str], list[dict]]:
+    """Runs comparable with each other: same lab, same parameters."""
+    grouped: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for run in runs:
+        grouped[(run["lab"], json.dumps(run["params"], sort_keys=True))].append(run)
+    for members in grouped.values():
+        members.sort(key=lambda r: (r["_source"], r.get("started_at") or ""))
+    return dict(sorted(grouped.items()))
+
+
+def variant_names(runs: list[dict]) -> list[str]:
+    names: list[str] = []
+    for run in runs:
+        for v in run["variants"]:
+            if v["name"] not in names:
+                names.append(v["name"])
+    return names
+
+
+def _cell(v: dict | None) -> str:
+    if v is None:
+        return "–"
+    text = f"{v['requests_per_sec']:,.0f}"
+    if v.get("measured_over_predicted") is not None:
+        text += f" ({v['measured_over_predicted']:.2f})"
+    if v.get("failed") or v.get("non_2xx"):
+        text += f" ⚠ {v.get('failed', 0) + v.get('non_2xx', 0)} errors"
+    return text
+
+
+def _machine(run: dict) -> str:
+    m = run["machine"]
+    pin = (m.get("pinning") or {})
+    pinned = "pinned" if pin.get("server_cpus") is not None else "not pinned"
+    return f"{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, {m.get('memory_gib', '?')} GiB, " \
+           f"{m.get('jdk', '?')}, {pinned}"
+
+
+def markdown(grouped: dict[tuple[str, str], list[dict]], figures: dict[tuple[str, str], str]) -> str:
+    lines = ["# The room's results", "",
+             f"{sum(len(r) for r in grouped.values())} runs from "
+             f"{len({r['_source'] for rs in grouped.values() for r in rs})} machines, merged by "
+             "`scripts/merge-results`. Each cell: requests/s (measured ÷ predicted).", ""]
+    for (lab, params_json), runs in grouped.items():
+        params = json.loads(params_json)
+        names = variant_names(runs)
+        lines += [f"## {lab}", "",
+                  "Parameters: " + (", ".join(f"`{k}={v}`" for k, v in params.items()) or "defaults"), ""]
+        lines.append("| # | who | machine | " + " | ".join(names) + " |")
+        lines.append("|---:|:---|:---|" + "---:|" * len(names))
+        for number, run in enumerate(runs, 1):
+            by_name = {v["name"]: v for v in run["variants"]}
+            lines.append(f"| {number} | {run['_source']} | {_machine(run)} | "
+                         + " | ".join(_cell(by_name.get(n)) for n in names) + " |")
+        lines += ["", "| variant | slowest | median | fastest | fastest ÷ slowest | ratio to prediction (range) |",
+                  "|:---|---:|---:|---:|---:|:---|"]
+        for name in names:
+            values = [v for r in runs for v in r["variants"] if v["name"] == name]
+            rates = [v["requests_per_sec"] for v in values]
+            ratios = [v["measured_over_predicted"] for v in values if v.get("measured_over_predicted") is not None]
+            spread = f"{max(rates) / min(rates):.2f}×" if min(rates) > 0 else "–"
+            ratio_text = f"{min(ratios):.2f} – {max(ratios):.2f}" if ratios else "no prediction"
+            lines.append(f"| {name} | {min(rates):,.0f} | {statistics.median(rates):,.0f} | {max(rates):,.0f} "
+                         f"| {spread} | {ratio_text} |")
+        if (lab, params_json) in figures:
+            lines += ["", f"![{lab}: requests/s per machine]({figures[(lab, params_json)]})"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def figure(lab: str, runs: list[dict]) -> str:
+    """One group of bars per machine, one bar per variant: requests/s."""
+    names = variant_names(runs)
+    rows = []
+    for number, run in enumerate(runs, 1):
+        by_name = {v["name"]: v for v in run["variants"]}
+        cells = " ".join(f"{by_name[n]['requests_per_sec']:.1f}" if n in by_name else "NaN" for n in names)
+        rows.append(f'"#{number} {_quote(run["_source"])}" {cells}')
+    plots = ", ".join(
+        f"$data using {i + 2}{':xtic(1)' if i == 0 else ''} title \"{_quote(n)}\"" for i, n in enumerate(names))
+    width = max(760, 120 + 70 * len(runs) * max(1, len(names)) // 2)
+    script = report.svg_header(width=min(width, 1600), height=440) + f"""
+set title "{_quote(lab)}: the same lab on every machine in the room"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set ylabel "requests per second"
+set yrange [0:*]
+set grid ytics
+set key outside right top
+set xtics nomirror rotate by -30
+$data << EOD
+{chr(10).join(rows)}
+EOD
+plot {plots}
+"""
+    return report.gnuplot_svg(script)
+
+
+def slug(lab: str, params_json: str, index: int, count: int) -> str:
+    return f"room-{lab}" + (f"-{index}" if count > 1 else "") + ".svg"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/merge-results",
+        description="Merge many machines' lab results (results/*.json) into one markdown table and one "
+                    "SVG figure per lab: how the room's machines differ.")
+    parser.add_argument("paths", nargs="+", type=Path,
+                        help="results files, or folders searched for them (e.g. one folder per student)")
+    parser.add_argument("--out", type=Path, default=Path("room-results"),
+                        help="where to write room-results.md and the figures (default ./room-results)")
+    parser.add_argument("--lab", action="append", default=[], metavar="NAME",
+                        help="only this lab (repeatable; e.g. 01-non-blocking)")
+    parser.add_argument("--no-figures", action="store_true", help="tables only (no gnuplot needed)")
+    options = parser.parse_args(argv)
+    try:
+        runs = load_runs(find_files(options.paths), warn=lambda m: print(m, file=sys.stderr))
+        if options.lab:
+            runs = [r for r in runs if any(r["lab"] == w or r["lab"].startswith(w.zfill(2) + "-")
+                                           for w in options.lab)]
+        if not runs:
+            raise UsageError("no lab results found in " + ", ".join(map(str, options.paths)))
+        grouped = groups(runs)
+        options.out.mkdir(parents=True, exist_ok=True)
+        figures: dict[tuple[str, str], str] = {}
+        if not options.no_figures:
+            per_lab: dict[str, int] = defaultdict(int)
+            totals: dict[str, int] = defaultdict(int)
+            for lab, _ in grouped:
+                totals[lab] += 1
+            for key, members in grouped.items():
+                per_lab[key[0]] += 1
+                name = slug(key[0], key[1], per_lab[key[0]], totals[key[0]])
+                (options.out / name).write_text(figure(key[0], members))
+                figures[key] = name
+        table = markdown(grouped, figures)
+        (options.out / "room-results.md").write_text(table)
+    except LabError as error:
+        print(f"scripts/merge-results: error: {error}", file=sys.stderr)
+        return error.exit_code
+    print(table)
+    print(f"Wrote {options.out / 'room-results.md'}"
+          + (f" and {len(figures)} figure(s) in {options.out}/" if figures else ""))
+    return 0

@@ -1,0 +1,158 @@
+"""Fast tests of `scripts/lab check` / `reset`: declarations, judging, solutions apply, reset is safe.
+
+The real builds and runs (start state fails, solution passes) are in test_exercise_checks.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pul import exercises, lab
+from pul.errors import LabError
+
+REPO = Path(__file__).resolve().parents[2]
+LAB = [sys.executable, str(REPO / "scripts" / "lab")]
+LABS_WITH_EXERCISES = [number for number, lab_dir, driver in lab.all_labs()
+                       if driver is not None and (lab_dir / exercises.EXERCISES_FILE).exists()]
+
+
+def run_lab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*LAB, *args], capture_output=True, text=True, timeout=120, cwd=REPO,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_lab_01_has_checked_exercises():
+    assert "01" in LABS_WITH_EXERCISES
+
+
+@pytest.mark.parametrize("number", LABS_WITH_EXERCISES)
+def test_every_exercise_is_well_formed_and_has_a_solution_that_applies(number, tmp_path):
+    driver = lab.resolve(number)
+    declared = exercises.load(driver)
+    assert declared, f"{driver.name}/exercises.toml declares no exercise"
+    copy_dir = tmp_path / "labs" / driver.dir.name
+    shutil.copytree(driver.dir, copy_dir, ignore=shutil.ignore_patterns("target", "results"))
+    for exercise in declared:
+        assert exercise.expect and exercise.task and exercise.title
+        assert all(e.hint for e in exercise.expect), f"{exercise.id}: every expectation needs a hint"
+        assert exercise.solution.exists(), f"missing {exercise.solution}"
+        # Every solution applies to the starting state, and all of them together too.
+        exercises.apply_patch(exercise.solution, copy_dir)
+
+
+def test_list_and_unknown_names():
+    out = run_lab("check", "01", "--list")
+    assert out.returncode == 0 and "right-size-pool" in out.stdout
+    out = run_lab("check", "01", "no-such-exercise")
+    assert out.returncode == 2 and "right-size-pool" in out.stderr
+    out = run_lab("check", "99")
+    assert out.returncode == 2 and "unknown lab" in out.stderr
+
+
+def _results(rate: float, threads: int, failed: int = 0) -> dict:
+    return {
+        "params": {"concurrency": 40, "requests": 600, "work_ms": 200},
+        "pools": {"pools": {"offload": {"threads": threads}, "default": {"threads": 8}}},
+        "variants": [{"name": "java-offloaded", "concurrency": 40, "requests_per_sec": rate, "failed": failed,
+                      "non_2xx": 0, "service_ms": 200.0, "pool_threads": threads,
+                      "predicted_requests_per_sec": min(40, threads) / 0.2, "server_cpu_ms_per_request": 1.1,
+                      "probe": {"p50_ms": 2.0}, "extra": {}}],
+    }
+
+
+def _pool_exercise() -> exercises.Exercise:
+    return next(e for e in exercises.load(lab.resolve("01")) if e.id == "right-size-pool")
+
+
+def test_judging_passes_and_fails_on_the_numbers():
+    exercise = _pool_exercise()
+    assert all(v.passed for v in exercises.judge(exercise, _results(195.0, 40)))
+    too_slow = exercises.judge(exercise, _results(99.0, 20))
+    assert [v.passed for v in too_slow] == [False, True]
+    # The message gives the measured number, the bound, and a hint filled in with real numbers.
+    assert "requests_per_sec = 99.0" in too_slow[0].message and ">= 170" in too_slow[0].message
+    assert "Hint:" in too_slow[0].message and "20 threads" in too_slow[0].message
+    too_big = exercises.judge(exercise, _results(198.0, 100))
+    assert [v.passed for v in too_big] == [True, False] and "100 threads" in too_big[1].message
+
+
+def test_failed_requests_fail_the_check():
+    verdicts = exercises.judge(_pool_exercise(), _results(195.0, 40, failed=3))
+    assert not verdicts[0].passed and "3 failed" in verdicts[0].message
+
+
+@pytest.mark.parametrize("text", ["__import__('os').system('x') > 1", "requests_per_sec", "a > b > c",
+                                  "'x' >= 1", "open('f') < 1", "(lambda: 1)() > 0"])
+def test_expressions_are_arithmetic_comparisons_only(text):
+    with pytest.raises(exercises.ExerciseSpecError):
+        exercises._parse_comparison(text, "test")
+
+
+def test_unknown_names_in_an_expression_are_reported_with_the_known_ones():
+    left, _, _ = exercises._parse_comparison("throughput >= 1", "test")
+    with pytest.raises(exercises.ExerciseSpecError, match="requests_per_sec"):
+        exercises.evaluate(left, exercises.names_for(_results(1.0, 1), "java-offloaded"))
+
+
+def test_other_variants_and_functions_can_be_named():
+    results = _results(100.0, 40)
+    results["variants"].append({**results["variants"][0], "name": "java-blocking", "requests_per_sec": 40.0})
+    left, op, right = exercises._parse_comparison(
+        "requests_per_sec >= 2 * max(java_blocking.requests_per_sec, 1)", "test")
+    names = exercises.names_for(results, "java-offloaded")
+    assert exercises.evaluate(left, names) == 100.0 and exercises.evaluate(right, names) == 80.0
+
+
+# -- reset ----------------------------------------------------------------------
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def clone(tmp_path) -> Path:
+    repo = tmp_path / "repo"
+    lab_dir = repo / "labs" / "01-demo"
+    (lab_dir / "conf").mkdir(parents=True)
+    (lab_dir / "results").mkdir()
+    (lab_dir / "conf" / "application.conf").write_text("pool-size = 100\n")
+    (lab_dir / "results" / "latest.json").write_text("{}\n")
+    _git(repo, "init", "-q")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    return lab_dir
+
+
+def test_reset_refuses_to_drop_work_without_force(clone, tmp_path, capsys):
+    (clone / "conf" / "application.conf").write_text("pool-size = 40\n")
+    with pytest.raises(LabError, match="--force") as error:
+        exercises.reset(clone, "HEAD", force=False, backup_root=tmp_path / "backups")
+    assert "conf/application.conf" in str(error.value)
+    assert (clone / "conf" / "application.conf").read_text() == "pool-size = 40\n"
+    assert not (tmp_path / "backups").exists()
+
+
+def test_reset_with_force_keeps_a_backup_that_brings_the_work_back(clone, tmp_path):
+    conf = clone / "conf" / "application.conf"
+    conf.write_text("pool-size = 40\n")
+    (clone / "conf" / "extra.conf").write_text("new = 1\n")
+    (clone / "results" / "latest.json").write_text('{"mine": 1}\n')  # measurements are not exercise work
+    assert exercises.reset(clone, "HEAD", force=True, backup_root=tmp_path / "backups") == 0
+    assert conf.read_text() == "pool-size = 100\n"
+    assert not (clone / "conf" / "extra.conf").exists()
+    assert (clone / "results" / "latest.json").read_text() == '{"mine": 1}\n'
+    backup = next((tmp_path / "backups").iterdir())
+    assert (backup / "files" / "labs" / "01-demo" / "conf" / "application.conf").read_text() == "pool-size = 40\n"
+    repo = clone.parent.parent
+    _git(repo, "apply", str(backup / "changes.patch"))
+    assert conf.read_text() == "pool-size = 40\n" and (clone / "conf" / "extra.conf").exists()
+
+
+def test_reset_of_an_untouched_lab_does_nothing(clone, tmp_path, capsys):
+    assert exercises.reset(clone, "HEAD", force=False, backup_root=tmp_path / "b") == 0
+    assert "already at its starting state" in capsys.readouterr().out
