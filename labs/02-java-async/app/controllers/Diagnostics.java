@@ -1,0 +1,100 @@
+package controllers;
+
+import akka.actor.ActorSystem;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
+import java.util.function.Supplier;
+import javax.inject.Inject;
+import play.Environment;
+import play.libs.Json;
+import play.libs.concurrent.ClassLoaderExecution;
+import play.libs.concurrent.ClassLoaderExecutionContext;
+import play.mvc.Controller;
+import play.mvc.Result;
+import work.BlockingWork;
+import work.PoolReport;
+
+/** Endpoints for the lab driver and the tests: liveness, pool sizes, class loaders. */
+public class Diagnostics extends Controller {
+  private final ActorSystem system;
+  private final BlockingWork work;
+  private final ClassLoaderExecutionContext playContext;
+  private final Environment environment;
+
+  @Inject
+  public Diagnostics(ActorSystem system, BlockingWork work,
+      ClassLoaderExecutionContext playContext, Environment environment) {
+    this.system = system;
+    this.work = work;
+    this.playContext = playContext;
+    this.environment = environment;
+  }
+
+  public Result status() {
+    return ok("ok\n");
+  }
+
+  /** The JSON the lab driver reads: `pools.NAME.threads` feeds each prediction. */
+  public Result pools() {
+    ObjectNode pools = Json.newObject();
+    pools.set("default", PoolReport.dispatcher(system.settings().config(), "akka.actor.default-dispatcher"));
+    pools.set("offload", PoolReport.dispatcher(system.settings().config(), "offload-dispatcher"));
+    pools.set("commonpool", PoolReport.commonPool());
+    ObjectNode report = Json.newObject();
+    report.put("available_processors", Runtime.getRuntime().availableProcessors());
+    report.set("pools", pools);
+    report.put("work_ms", work.millis());
+    return ok(report);
+  }
+
+  // ANCHOR: classloader
+  /**
+   * What a continuation sees when it runs on the common pool (a thread Play
+   * did not make), on the same pool wrapped by ClassLoaderExecution, or
+   * through ClassLoaderExecutionContext.current() (Play's pool).
+   */
+  public CompletionStage<Result> classLoader(String where) {
+    // A lambda, not ForkJoinPool.commonPool() itself: CompletableFuture would
+    // swap the bare common pool for a thread per task when its parallelism is 1.
+    Executor commonPool = task -> ForkJoinPool.commonPool().execute(task);
+    Executor executor;
+    switch (where) {
+      case "commonpool":
+        executor = commonPool;
+        break;
+      case "commonpool-wrapped":
+        executor = ClassLoaderExecution.fromThread(commonPool);
+        break;
+      case "play":
+        executor = playContext.current();
+        break;
+      default:
+        return CompletableFuture.completedFuture(
+            badRequest("where: commonpool, commonpool-wrapped or play\n"));
+    }
+    Supplier<ObjectNode> look = () -> {
+      ClassLoader loader = Thread.currentThread().getContextClassLoader();
+      ObjectNode seen = Json.newObject();
+      seen.put("thread", Thread.currentThread().getName());
+      seen.put("context_class_loader", String.valueOf(loader));
+      seen.put("is_application_class_loader", loader == environment.classLoader());
+      seen.put("finds_application_classes", canLoad(loader, AsyncActions.class.getName()));
+      return seen;
+    };
+    return CompletableFuture.supplyAsync(look, executor).thenApply(seen -> ok(seen));
+  }
+  // ANCHOR_END: classloader
+
+  /** What a library does when it loads a class by name (JPA, Jackson modules, ServiceLoader). */
+  private static boolean canLoad(ClassLoader loader, String className) {
+    try {
+      Class.forName(className, false, loader);
+      return true;
+    } catch (ClassNotFoundException e) {
+      return false;
+    }
+  }
+}
