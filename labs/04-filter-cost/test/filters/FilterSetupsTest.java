@@ -129,6 +129,32 @@ public class FilterSetupsTest {
   }
 
   @Test
+  public void playDefaultsWithoutCsrfKeepTheOtherTwo() {
+    // The driver's play-defaults-no-csrf variant: the same set-up, minus one filter by name.
+    Application app =
+        new GuiceApplicationBuilder()
+            .configure("lab.filters", "play-defaults")
+            .configure("play.filters.disabled.0", "play.filters.csrf.CSRFFilter")
+            .build();
+    TestServer server = Helpers.testServer(0, app);
+    server.start();
+    try {
+      int port = server.getRunningHttpPort().getAsInt();
+      JsonNode chain = filters(port).get("filters");
+      assertEquals(2, chain.size());
+      for (JsonNode filter : chain) {
+        assertFalse(filter.toString(), filter.get("class").asText().contains("CSRF"));
+      }
+      assertEquals("DENY", get(port, "/status").headers().firstValue("X-Frame-Options").orElse(null));
+      assertEquals(200, formPostWithoutToken(port).statusCode());
+      String status = RawHttp.statusLine(port, "GET /status HTTP/1.1\r\nHost: evil.example\r\n");
+      assertTrue(status, status.contains(" 400 "));
+    } finally {
+      server.stop();
+    }
+  }
+
+  @Test
   public void playDefaultsRejectUnknownHosts() {
     withSetup(
         "play-defaults",
