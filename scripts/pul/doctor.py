@@ -305,25 +305,28 @@ def check_ports(ports: list[int], required: bool) -> list[Finding]:
     return findings
 
 
+KIT_NAME = "play-under-load-kit"  # what scripts/workshop-kit pack writes (KIT.tar, or unpacked)
+
+
 def kit_locations() -> list[Path]:
     override = os.environ.get("PUL_WORKSHOP_KIT")
     if override:
         return [Path(override)]
-    return [REPO / "workshop-kit", *sorted(REPO.glob("workshop-kit*.tar")), *sorted(REPO.glob("*.kit.tar"))]
+    places = [REPO, REPO.parent, Path.home(), Path.home() / "Downloads"]
+    return [place / f"{KIT_NAME}{suffix}" for place in places for suffix in (".tar", "")]
 
 
 def check_kit(offline: bool) -> Finding:
     found = [p for p in kit_locations() if p.exists()]
-    builder = REPO / "scripts" / "workshop-kit"
-    make = ("scripts/workshop-kit" if builder.exists() else "scripts/offline-cache export workshop-kit.tar")
     if found:
-        return Finding(OK, "offline kit", ", ".join(str(p) for p in found))
-    where = os.environ.get("PUL_WORKSHOP_KIT") or f"{REPO / 'workshop-kit'}(.tar)"
-    fix = (f"copy the kit your trainer gives you (USB stick or download) to {where}; a trainer builds it "
-           f"on a prepared machine with `{make}`")
+        return Finding(OK, "offline kit", f"{found[0]} (check it with: scripts/workshop-kit verify {found[0]})"
+                       if found[0].is_file() else str(found[0]))
+    where = os.environ.get("PUL_WORKSHOP_KIT") or f"{REPO.parent / KIT_NAME}.tar"
+    fix = (f"copy the kit your trainer gives you (USB stick or download) to {where}; a trainer makes it "
+           "on a machine with internet with `scripts/workshop-kit pack`")
     if offline:
         return Finding(FAIL, "offline kit", "not found, and the room has no network (--offline)", fix)
-    return Finding(WARN, "offline kit", "not found (fine if the room has network; the first build downloads "
+    return Finding(WARN, "offline kit", "not found (fine if the room has network: the first build downloads "
                                        "~300 MB)", fix)
 
 
