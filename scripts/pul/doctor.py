@@ -38,7 +38,6 @@ HOST_HEADROOM_MIB = 1024
 HOST_DISK_GIB = 10      # the box, the VM's disk as it fills with caches, snapshots
 LABS_DISK_GIB = 3       # dependency caches (~300 MB), builds, results
 LABS_MEMORY_MIB = 3072  # sbt (~1 GiB) + the server's 1 GiB heap + ab, PostgreSQL
-BOOK_PORT = 3000        # `scripts/book serve` uses it when free
 
 
 @dataclass
@@ -229,12 +228,24 @@ def check_virtualisation() -> list[Finding]:
     return findings
 
 
+def _ruby_setting(text: str, pattern: str) -> int | None:
+    """A number from the Vagrantfile: a literal, or ENV.fetch("NAME", "default") honouring NAME."""
+    match = re.search(pattern + r"\s*(?:=\s*)?(\d+)", text)
+    if match:
+        return int(match.group(1))
+    match = re.search(pattern + r'\s*=\s*Integer\(ENV\.fetch\("(\w+)",\s*"(\d+)"\)\)', text)
+    if match:
+        return int(os.environ.get(match.group(1)) or match.group(2))
+    return None
+
+
 def vm_memory_mib() -> int:
     path = vagrantfile()
     if path:
-        match = re.search(r"\.memory\s*=\s*(\d+)", path.read_text())
-        if match:
-            return int(match.group(1))
+        text = path.read_text()
+        value = _ruby_setting(text, r"\.memory\s*=") or _ruby_setting(text, r"MEMORY_MB")
+        if value:
+            return value
     return DEFAULT_VM_MIB
 
 
@@ -260,13 +271,17 @@ def check_disk(path: Path, needed_gib: int, what: str) -> Finding:
     return Finding(OK, "free disk", detail)
 
 
-def forwarded_ports() -> list[int]:
+def forwarded_ports() -> tuple[list[int], bool]:
+    """Host ports the VM forwards, and whether Vagrant may move them (auto_correct)."""
     path = vagrantfile()
     if path is None:
-        return []
+        return [], False
     text = path.read_text()
     ports = [int(p) for p in re.findall(r"forwarded_port.*?host:\s*(\d+)", text)]
-    return sorted(set(ports))
+    # FORWARDED_PORTS = { 3000 => Integer(ENV.fetch("PUL_HOST_PORT_BOOK", "3000")), ... }
+    for name, default in re.findall(r'=>\s*Integer\(ENV\.fetch\("(\w+)",\s*"(\d+)"\)\)', text):
+        ports.append(int(os.environ.get(name) or default))
+    return sorted(set(ports)), "auto_correct: true" in text
 
 
 def port_holder(port: int) -> str:
@@ -285,7 +300,7 @@ def port_free(port: int) -> bool:
             return False
 
 
-def check_ports(ports: list[int], required: bool) -> list[Finding]:
+def check_ports(ports: list[int], movable: bool) -> list[Finding]:
     findings = []
     try:
         with socket.socket() as s:
@@ -298,10 +313,10 @@ def check_ports(ports: list[int], required: bool) -> list[Finding]:
         if port_free(port):
             findings.append(Finding(OK, f"port {port}", "free"))
         else:
-            findings.append(Finding(FAIL if required else WARN, f"port {port}", f"in use by {port_holder(port)}",
+            findings.append(Finding(WARN if movable else FAIL, f"port {port}", f"in use by {port_holder(port)}",
                                     "stop that program before the workshop" +
-                                    ("" if required else f" (or serve the book on another port: "
-                                                         f"scripts/book serve PORT)")))
+                                    (" (or Vagrant forwards another port: `vagrant port` shows which)"
+                                     if movable else "")))
     return findings
 
 
@@ -337,10 +352,10 @@ def host_checks(offline: bool) -> list[Finding]:
     vagrant_home = Path(os.environ.get("VAGRANT_HOME") or Path.home() / ".vagrant.d")
     findings.append(check_disk(vagrant_home, HOST_DISK_GIB, "the VM's box and disk"))
     path = vagrantfile()
-    ports = forwarded_ports()
+    ports, movable = forwarded_ports()
     if path is None:
-        findings.append(Finding(INFO, "Vagrantfile", "none in this checkout yet; forwarded ports not checked"))
-    findings.extend(check_ports(ports, required=True))
+        findings.append(Finding(INFO, "Vagrantfile", "none in this checkout; forwarded ports not checked"))
+    findings.extend(check_ports(ports, movable))
     findings.append(check_kit(offline))
     return findings
 

@@ -287,23 +287,37 @@ def _indent(text: str, prefix: str, hanging: str = "  ") -> str:
 
 # -- checking ---------------------------------------------------------------
 
-def at_dir(lab: Lab, lab_dir: Path) -> Lab:
-    """The same lab, but built and run from another directory (a scratch copy)."""
+def at_dir(lab: Lab, lab_dir: Path, app_decides: tuple[str, ...] = ()) -> Lab:
+    """The same lab, built and run from `lab_dir` (maybe a scratch copy), and without passing the
+    server the `app_decides` parameters, so that the app's own configuration decides them."""
+    hidden = {f"lab.{key.replace('_', '-')}" for key in app_decides}
+    base = type(lab)
+
+    def server_properties(self, params: dict) -> dict[str, str]:
+        return {k: v for k, v in base.server_properties(self, params).items() if k not in hidden}
+
+    def steps(self, params: dict):
+        steps = base.steps(self, params)
+        for step in steps:
+            step.server_props = {k: v for k, v in step.server_props.items() if k not in hidden}
+        return steps
+
     moved = copy.copy(lab)
-    moved.__class__ = type(type(lab).__name__, (type(lab),), {"dir": property(lambda self: lab_dir)})
+    moved.__class__ = type(base.__name__, (base,), {"dir": property(lambda self: lab_dir),
+                                                    "server_properties": server_properties, "steps": steps})
     return moved
 
 
 def check_params(exercise: Exercise) -> dict:
-    params = {**exercise.lab.defaults, **exercise.params}
-    for key in exercise.app_decides:
-        params.pop(key, None)
-    return params
+    """The lab's defaults with the exercise's values (app_decides ones stay, for the lab's own
+    arithmetic, but never reach the server: see at_dir)."""
+    return {**exercise.lab.defaults, **exercise.params}
 
 
 def run_exercise(exercise: Exercise, lab: Lab, quiet: bool) -> tuple[list[Verdict], float]:
     """Build `lab` (maybe a copy) as it is now, measure the exercise's variants, judge them."""
     started = time.monotonic()
+    lab = at_dir(lab, lab.dir, tuple(exercise.app_decides))
     results_dir = lab.dir / "target" / "pul" / "checks" / exercise.id
     params = check_params(exercise)
     argv = ["check", exercise.lab.number, exercise.id]

@@ -175,3 +175,28 @@ def test_this_machine_reports_truthfully():
 def test_bad_arguments_are_usage_errors():
     out = subprocess.run([*DOCTOR, "laptop"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and "invalid choice" in out.stderr
+
+
+def test_ports_and_memory_from_the_vagrantfile_environment_settings(tmp_path):
+    # The project's Vagrantfile form: ports and memory from ENV.fetch with defaults; auto_correct
+    # lets Vagrant move a busy port, so a busy one is a warning that says how to find the new one.
+    bin_dir = tmp_path / "bin"
+    stub(bin_dir, "vagrant", "Vagrant 2.4.1")
+    stub(bin_dir, "VBoxManage", "7.0.20")
+    root = fake_root(tmp_path, cpu_flags="vmx", available_kib=12_000_000, kvm=True)
+    (tmp_path / "kit.tar").write_text("kit")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        (tmp_path / "Vagrantfile").write_text(
+            'MEMORY_MB = Integer(ENV.fetch("PUL_MEMORY", "4096"))\n'
+            'FORWARDED_PORTS = {\n  3000 => Integer(ENV.fetch("PUL_HOST_PORT_BOOK", "3000")),\n}.freeze\n'
+            'lab.vm.network "forwarded_port", guest: guest, host: host, auto_correct: true\n'
+            '  vb.memory = MEMORY_MB\n')
+        out = doctor(tmp_path, "host", bin_dir=bin_dir, root=root,
+                     extra_env={"PUL_HOST_PORT_BOOK": str(port), "PUL_MEMORY": "6144"})
+    finding = line(out.stdout, f"port {port}")
+    assert "warn" in finding and "vagrant port" in finding
+    assert "7,168 MiB needed" in line(out.stdout, "free memory")
+    assert out.returncode == 0, out.stdout
