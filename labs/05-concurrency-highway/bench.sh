@@ -43,6 +43,9 @@ fi
 # ANCHOR: post
 # Closed loop with ab: POST the payload file as application/json, like the
 # 2013 write-up's `ab -p echoPayload.json -T application/json`.
-export AB_EXTRA="-p $payload -T application/json ${AB_EXTRA:-}"
+# -s 120: wait up to two minutes for a response. At 10,000 in flight a request
+# can queue for many seconds, and ab aborts the whole run (printing no report)
+# when no socket moves for -s seconds.
+export AB_EXTRA="-p $payload -T application/json -s 120 ${AB_EXTRA:-}"
 # ANCHOR_END: post
 bench_main "$@"

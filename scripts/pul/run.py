@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import machine, report, results, tools
+from . import limits, machine, report, results, tools
 from .ab import AbResult, BenchRun
 from .wrk import WrkRun
 from .errors import LabError, ServerFailed, UsageError
@@ -277,6 +277,11 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     if options.port is not None:
         check_port(options.port)
     found = tools.ensure(lab.tools_needed, progress)
+    # Each connection is a file descriptor in the load generator and in the server; both inherit
+    # this process's limit, so raise it before starting them (and say so, or say why not).
+    limit_note = limits.raise_open_files(max((s.concurrency for s in steps), default=0) + 1024)
+    if limit_note:
+        progress.note(limit_note)
     pin = pinning(options)
     if pin["load_cpus"] is not None:
         # The driver's own polling belongs with the load generator, off the server's core.

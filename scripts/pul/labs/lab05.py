@@ -9,14 +9,11 @@ Three sweeps against one server:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
-from typing import Iterator
 
 from .. import report
 from ..errors import UsageError
 from ..lab import Lab, Prediction, Step
-from ..limits import raise_open_files
 from ..results import machine_line
 
 # ab refuses a concurrency above 20,000 (its MAX_CONCURRENCY).
@@ -129,19 +126,8 @@ class ConcurrencyHighway(Lab):
             raise UsageError(f"--max-concurrency must be at most {AB_MAX_CONCURRENCY} (ab's limit)")
         return params
 
-    @contextlib.contextmanager
-    def services(self, context) -> Iterator[dict[str, str]]:
-        # Each connection is a file descriptor in ab and in the server: raise the limit
-        # (children inherit it) and say so -- or say why not -- before any load starts.
-        _, message = raise_open_files(self._open_files_wanted)
-        context.progress.note(message)
-        yield {}
-
     def steps(self, params: dict) -> list[Step]:
         payload = params["payload"]
-        # Per process: ab (or openload) holds one descriptor per connection, and so does the
-        # server, which also needs its own (jars, sockets, logs): room for 1,024 of those.
-        self._open_files_wanted = max(params["max_concurrency"], OPEN_LOOP_MAX_IN_FLIGHT) + 1024
         steps = []
         echo_warmup_at = min(8, params["max_concurrency"])
         for c in ladder(params["max_concurrency"]):
@@ -270,7 +256,8 @@ def open_table(results: dict) -> str:
 def model_sentences(results: dict) -> str:
     """The models' numbers as a sentence for the chapter (never typed into the prose)."""
     fixed = fixed_model(results)
-    text = (f"The fixed-service endpoint has {fixed['lanes']} lanes and {fixed['work_ms']} ms per request, so "
+    text = (f"This run: `{results['command']}`, {results['duration_s'] // 60} min {results['duration_s'] % 60} s. "
+            f"The fixed-service endpoint has {fixed['lanes']} lanes and {fixed['work_ms']} ms per request, so "
             f"its capacity is {fixed['lanes']} / {fixed['work_ms'] / 1000:g} s = **{fixed['capacity']:,.0f} req/s** "
             f"and its knee is at **c = {fixed['knee']}**.")
     model = echo_model(results)
@@ -333,16 +320,24 @@ def _figure(results: dict, kind: str) -> str:
         plots.append("$fixedmodel using 1:2 with lines dt 2 lc rgb '#d62728' lw 1.5 title "
                      + ("'fixed model: min(c, lanes) / service time'" if kind == "throughput"
                         else "'fixed model: max(service time, c / capacity)'"))
-    script = report.svg_header(760, 460) + f"""
+    # The knees: where each model's two lines meet.
+    knees = ""
+    for knee, colour, label in ((model["knee"] if model else None, "#1f77b4", "echo knee"),
+                                (fm["knee"] if fixed else None, "#d62728", "fixed knee")):
+        if knee:
+            knees += (f"set arrow from {knee:.4g}, graph 0 to {knee:.4g}, graph 1 nohead dt 3 lc rgb '{colour}'\n"
+                      f"set label '{label} c*={knee:.3g}' at {knee:.4g}, graph 0.97 offset 0.5,0 "
+                      f"tc rgb '{colour}' font ',11'\n")
+    script = report.svg_header(760, 540) + f"""
 set title "{title}"
 set logscale xy 2
 set format y "%g"
 set xlabel "concurrency c (requests in flight, log)"
 set ylabel "{ylabel}"
 set grid xtics ytics mxtics mytics lc rgb '#dddddd'
-set key bottom right box opaque
+set key outside below center horizontal maxrows 3 box
 set xrange [0.8:{top * 1.25}]
-{blocks}
+{knees}{blocks}
 plot {', '.join(plots)}
 """
     return report.gnuplot_svg(script)
