@@ -91,7 +91,8 @@ class JavaAsync(Lab):
             threads = "no bound" if pool["threads"] is None else str(pool["threads"])
             pool_rows.append(f"| {name} | {pool['executor']} | {threads} |")
         pool_rows.append("")
-        pool_rows.append(f"The server saw {pools['available_processors']} available processor(s); "
+        cores = pools["available_processors"]
+        pool_rows.append(f"The server saw {cores} available processor{'' if cores == 1 else 's'}; "
                          f"the common pool's parallelism was set to {results['params']['common_parallelism']} "
                          f"with `-D{COMMON_PARALLELISM}`.")
         summary = "\n".join(f"- {note}" for note in self.summary_notes(results)) + "\n"
