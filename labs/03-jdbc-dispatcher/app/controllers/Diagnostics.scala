@@ -1,0 +1,53 @@
+package controllers
+
+import akka.actor.ActorSystem
+import com.zaxxer.hikari.HikariDataSource
+import database.{PoolReport, SalesRepository}
+import javax.inject.Inject
+import play.api.db.Database
+import play.api.libs.json.{JsObject, Json}
+import play.api.mvc.{AbstractController, ControllerComponents}
+
+/** Endpoints for the lab driver: a cheap liveness probe, the pool sizes and the database's settings. */
+class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, db: Database, sales: SalesRepository)
+    extends AbstractController(cc) {
+
+  def status = Action(Ok("ok\n"))
+
+  /** PostgreSQL settings that bound how many connections it can serve well. */
+  private val Settings = Seq("max_connections", "shared_buffers", "work_mem", "fsync", "max_worker_processes")
+
+  def pools = Action {
+    val hikari = db.dataSource.unwrap(classOf[HikariDataSource])
+    val pool = hikari.getHikariPoolMXBean
+    val dispatchers = PoolReport.json(
+      system.settings.config,
+      Map("default" -> "akka.actor.default-dispatcher", "database" -> "database.dispatcher"))
+    val connections = Json.obj(
+      "threads"               -> hikari.getMaximumPoolSize, // a connection serves one query at a time
+      "connection_timeout_ms" -> hikari.getConnectionTimeout,
+      "active"                -> pool.getActiveConnections,
+      "idle"                  -> pool.getIdleConnections,
+      "awaiting"              -> pool.getThreadsAwaitingConnection,
+      "timeouts"              -> sales.connectionTimeouts
+    )
+    val postgres = db.withConnection { connection =>
+      val statement = connection.createStatement()
+      try {
+        def one(sql: String): String = {
+          val rows = statement.executeQuery(sql)
+          try { rows.next(); rows.getString(1) } finally rows.close()
+        }
+        Json.obj(
+          "version"  -> one("SELECT version()"),
+          "settings" -> JsObject(Settings.map(name => name -> Json.toJson(one(s"SHOW $name"))))
+        )
+      } finally statement.close()
+    }
+    val report = dispatchers ++ Json.obj("pools" -> ((dispatchers \ "pools").as[JsObject] + ("connections" -> connections)))
+    Ok(report ++ Json.obj(
+      "query_ms"      -> sales.queryMillis,
+      "query_work_ms" -> BigDecimal(sales.measureQueryWorkMillis(31)).setScale(3, BigDecimal.RoundingMode.HALF_UP),
+      "postgresql"    -> postgres))
+  }
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# ApacheBench load for lab 03. `scripts/lab run 03` calls it for every variant;
+# by hand, against a server you started yourself (with the pool sizes you chose):
+#   BASE_URL=http://127.0.0.1:9000 CONCURRENCY=64 REQUESTS=3000 ./bench.sh database-dispatcher
+# The variants differ in the server's configuration (-Dlab.pool-size, -Dlab.dispatcher-size),
+# not in the URL: only default-dispatcher calls another action.
+set -euo pipefail
+# shellcheck source=../../scripts/lib/bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/bench.sh"
+
+# ANCHOR: variants
+declare -A PATHS=(
+  [default-dispatcher]="/sales/default-dispatcher?region=3"
+  [database-dispatcher]="/sales?region=3"
+  [oversized-dispatcher]="/sales?region=3"
+  [oversized-connections]="/sales?region=3"
+  [status]=/status
+)
+# ANCHOR_END: variants
+
+bench_main "$@"

@@ -1,0 +1,69 @@
+package controllers;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.junit.AfterClass;
+import org.junit.BeforeClass;
+import org.junit.Test;
+import play.libs.Json;
+import play.test.TestServer;
+
+/**
+ * More threads than connections: a request that cannot get a connection
+ * within connectionTimeout fails with a 503 that says so, and is counted.
+ */
+public class ConnectionTimeoutTest {
+  private static TestServer server;
+
+  @BeforeClass
+  public static void startServer() {
+    // One connection, held 1 s per query; four threads; give up after 250 ms.
+    server =
+        LabDatabase.server(1000, 1, 4, 250);
+  }
+
+  @AfterClass
+  public static void stopServer() {
+    if (server != null) {
+      server.stop();
+    }
+  }
+
+  @Test
+  public void waitingLongerThanTheConnectionTimeoutIsA503() throws Exception {
+    List<CompletableFuture<HttpResponse<String>>> requests = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      requests.add(CompletableFuture.supplyAsync(() -> call("/sales?region=1")));
+    }
+    int ok = 0;
+    int unavailable = 0;
+    for (CompletableFuture<HttpResponse<String>> request : requests) {
+      HttpResponse<String> response = request.get();
+      if (response.statusCode() == 200) {
+        ok++;
+      } else {
+        assertEquals(response.body(), 503, response.statusCode());
+        assertTrue(response.body(), response.body().contains("no database connection"));
+        unavailable++;
+      }
+    }
+    assertEquals("one request gets the only connection", 1, ok);
+    assertEquals("the others give up after 250 ms", 2, unavailable);
+    JsonNode pools = Json.parse(LabDatabase.get(server, "/pools").body());
+    assertEquals(2, pools.at("/pools/connections/timeouts").asInt());
+  }
+
+  private static HttpResponse<String> call(String path) {
+    try {
+      return LabDatabase.get(server, path);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

@@ -1,0 +1,113 @@
+package controllers;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.net.http.HttpResponse;
+import org.junit.AfterClass;
+import org.junit.BeforeClass;
+import org.junit.Test;
+import play.db.Database;
+import play.libs.Json;
+import play.test.TestServer;
+
+/** The JSON endpoint against a real PostgreSQL, through a real server (so threads are real too). */
+public class SalesTest {
+  private static final int QUERY_MS = 40;
+  private static TestServer server;
+
+  @BeforeClass
+  public static void startServer() {
+    // Small, odd sizes prove the configuration reaches HikariCP and the dispatcher.
+    server =
+        LabDatabase.server(QUERY_MS, 3, 5, 400);
+  }
+
+  @AfterClass
+  public static void stopServer() {
+    if (server != null) {
+      server.stop();
+    }
+  }
+
+  private static JsonNode json(String path) throws Exception {
+    HttpResponse<String> response = LabDatabase.get(server, path);
+    assertEquals(path + ": " + response.body(), 200, response.statusCode());
+    return Json.parse(response.body());
+  }
+
+  private static long count(String sql) {
+    Database db = server.application().injector().instanceOf(Database.class);
+    return db.withConnection(
+        connection -> {
+          try (var rows = connection.createStatement().executeQuery(sql)) {
+            rows.next();
+            return rows.getLong(1);
+          }
+        });
+  }
+
+  @Test
+  public void evolutionsCreatedTheSchemaAndSeedData() {
+    assertEquals(200, count("SELECT count(*) FROM products"));
+    assertEquals(96000, count("SELECT count(*) FROM orders"));
+  }
+
+  @Test
+  public void reportAddsUpTheRegionsOrders() throws Exception {
+    JsonNode report = json("/sales?region=3");
+    assertEquals(3, report.get("region").asInt());
+    long orders = 0;
+    double previousRevenue = Double.MAX_VALUE;
+    for (JsonNode category : report.get("categories")) {
+      orders += category.get("orders").asLong();
+      double revenue = category.get("revenue").asDouble();
+      assertTrue("sorted by revenue, highest first", revenue <= previousRevenue);
+      previousRevenue = revenue;
+    }
+    assertTrue(report.get("categories").size() > 0);
+    assertEquals(count("SELECT count(*) FROM orders WHERE region = 3"), orders);
+  }
+
+  @Test
+  public void theDatabaseWaitIsReal() throws Exception {
+    long started = System.nanoTime();
+    json("/sales?region=1");
+    long elapsedMs = (System.nanoTime() - started) / 1_000_000;
+    assertTrue("took " + elapsedMs + " ms, less than pg_sleep's " + QUERY_MS, elapsedMs >= QUERY_MS);
+  }
+
+  @Test
+  public void eachActionRunsOnItsDispatcher() throws Exception {
+    assertTrue(json("/sales?region=2").get("thread").asText().contains("database.dispatcher"));
+    assertTrue(
+        json("/sales/default-dispatcher?region=2")
+            .get("thread")
+            .asText()
+            .contains("akka.actor.default-dispatcher"));
+  }
+
+  @Test
+  public void aRegionOutsideTheDataIsABadRequest() throws Exception {
+    assertEquals(400, LabDatabase.get(server, "/sales?region=0").statusCode());
+    assertEquals(400, LabDatabase.get(server, "/sales?region=17").statusCode());
+    assertEquals(400, LabDatabase.get(server, "/sales?region=north").statusCode());
+  }
+
+  @Test
+  public void poolsReportTheEffectiveSizesAndTheDatabase() throws Exception {
+    JsonNode pools = json("/pools");
+    assertEquals(5, pools.at("/pools/database/threads").asInt());
+    assertEquals("thread-pool-executor", pools.at("/pools/database/executor").asText());
+    assertEquals(3, pools.at("/pools/connections/threads").asInt());
+    assertEquals(400, pools.at("/pools/connections/connection_timeout_ms").asInt());
+    assertEquals(QUERY_MS, pools.get("query_ms").asInt());
+    assertTrue(pools.get("query_work_ms").asDouble() > 0);
+    assertTrue(pools.at("/postgresql/version").asText().startsWith("PostgreSQL"));
+    assertTrue(pools.at("/postgresql/settings/max_connections").asInt() > 0);
+    // Akka's default: parallelism = clamp(cores * 1.0, 8, 64).
+    int cores = Runtime.getRuntime().availableProcessors();
+    assertEquals(Math.min(64, Math.max(8, cores)), pools.at("/pools/default/threads").asInt());
+  }
+}

@@ -1,0 +1,174 @@
+"""Smoke tests of lab 03 against a real, throwaway PostgreSQL.
+
+The sweep runs database-dispatcher at 64 requests in flight with 4, 32 and 64
+connections. Little's law says 4 connections allow 4 / (wait + work) requests a
+second; 32 would allow eight times that, but the query's work keeps one core of
+PostgreSQL busy long before, so 32 and 64 should both sit at PostgreSQL's CPU
+limit. Bounds are loose: the machine has two cores and other work on it.
+
+Every test also checks that no PostgreSQL process and no temporary cluster is
+left behind: after success, after a failure, and after Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+LAB = [sys.executable, str(REPO / "scripts" / "lab")]
+WITH_POSTGRES = str(REPO / "scripts" / "with-postgres")
+sys.path.insert(0, str(REPO / "scripts"))
+from pul.procs import processes_with_run_id  # noqa: E402
+
+POOLS = (4, 32, 64)
+
+
+@pytest.fixture
+def isolated():
+    """A run id and a TMPDIR of this test's own, to find anything left behind.
+
+    The TMPDIR is world-readable because PostgreSQL runs as another user when we are root."""
+    tmp = Path(tempfile.mkdtemp(prefix="pul-lab03-test-", dir="/tmp"))
+    tmp.chmod(0o755)
+    token = "lab03-" + uuid.uuid4().hex[:10]
+    env = {**os.environ, "PUL_RUN_ID": token, "TMPDIR": str(tmp)}
+    env.pop("DATABASE_URL", None)
+    yield env, tmp
+    left = processes_with_run_id(token)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    clusters = list(tmp.glob("pul-postgres-*"))
+    subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    assert not left, f"processes left behind: {left}"
+    assert not clusters, f"temporary clusters left behind: {clusters}"
+
+
+def _nothing_left(env: dict, tmp: Path) -> None:
+    assert processes_with_run_id(env["PUL_RUN_ID"]) == []
+    assert list(tmp.glob("pul-postgres-*")) == []
+
+
+@pytest.mark.slow
+def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
+    env, tmp = isolated
+    results_dir = tmp_path / "results"
+    out = subprocess.run([*LAB, "run", "03", "--sweep", "--pools", ",".join(map(str, POOLS)),
+                          "--requests", "1500", "--results-dir", str(results_dir), "--quiet"],
+                         capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    _nothing_left(env, tmp)
+
+    data = json.loads((results_dir / "latest.json").read_text())
+    jsonschema.validate(data, json.loads((REPO / "scripts" / "results.schema.json").read_text()))
+    by_pool = {v["extra"]["pool_size"]: v for v in data["variants"]}
+    assert sorted(by_pool) == list(POOLS)
+    assert data["params"]["database"] == "throwaway"
+    assert data["pools"]["postgresql"]["version"].startswith("PostgreSQL")
+    rate = {n: by_pool[n]["requests_per_sec"] for n in POOLS}
+    littles = {n: by_pool[n]["extra"]["littles_law_requests_per_sec"] for n in POOLS}
+    ceiling = by_pool[64]["extra"]["postgres_ceiling_requests_per_sec"]
+    summary = {n: (rate[n], littles[n], by_pool[n]["predicted_requests_per_sec"]) for n in POOLS}
+
+    for n in POOLS:
+        assert by_pool[n]["failed"] == 0 and by_pool[n]["non_2xx"] == 0, summary
+    # The prediction for the big pools is the CPU limit, not Little's law.
+    assert littles[32] > 1.3 * ceiling and littles[64] > 1.3 * ceiling, summary
+    # Below the limit, throughput follows the pool (Little's law within 30%).
+    assert 0.7 * littles[4] <= rate[4] <= 1.15 * littles[4], summary
+    # It rises with the pool, by well over half of the 8x Little's law alone would give...
+    assert rate[32] >= 3 * rate[4], summary
+    # ...up to PostgreSQL's CPU limit...
+    assert 0.6 * ceiling <= rate[32] <= 1.3 * ceiling, summary
+    # ...and twice the connections beyond it buy nothing (Little's law would say 2x).
+    assert rate[64] <= 1.2 * rate[32], summary
+    # PostgreSQL's core is busy at the plateau, and barely at 4 connections.
+    pg32 = by_pool[32]["extra"].get("postgres_cpu_utilization")
+    pg4 = by_pool[4]["extra"].get("postgres_cpu_utilization")
+    if pg32 is not None and pg4 is not None:
+        assert pg32 > 2 * pg4, (pg4, pg32)
+
+
+def test_with_postgres_passes_the_database_and_the_exit_code(isolated):
+    env, tmp = isolated
+    out = subprocess.run([WITH_POSTGRES, "sh", "-c", 'test -n "$JDBC_DATABASE_URL" && '
+                          'test -n "$JDBC_DATABASE_PASSWORD" && echo "$JDBC_DATABASE_URL"; exit 3'],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 3, out.stderr
+    assert out.stdout.startswith("jdbc:postgresql://127.0.0.1:"), out.stdout
+    _nothing_left(env, tmp)
+
+
+def test_ctrl_c_stops_postgresql_and_removes_the_cluster(isolated):
+    env, tmp = isolated
+    child = subprocess.Popen([WITH_POSTGRES, "sleep", "120"], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp.glob("pul-postgres-*/data/postmaster.pid")):
+            assert time.monotonic() < deadline and child.poll() is None, "PostgreSQL did not start"
+            time.sleep(0.2)
+        time.sleep(1)
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 130, output
+    _nothing_left(env, tmp)
+
+
+@pytest.mark.slow
+def test_a_server_that_fails_leaves_no_database_behind(isolated, tmp_path):
+    env, tmp = isolated
+    # A JDBC driver class that does not exist: Play fails to start, after PostgreSQL did.
+    out = subprocess.run([*LAB, "run", "03", "--sweep", "--pools", "4", "--results-dir", str(tmp_path),
+                          "--set", "db.default.driver=org.example.NoSuchDriver"],
+                         capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert out.returncode == 5, out.stdout + out.stderr
+    assert "starting PostgreSQL" in out.stderr
+    _nothing_left(env, tmp)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_run_leaves_nothing(isolated, tmp_path):
+    env, tmp = isolated
+    child = subprocess.Popen([*LAB, "run", "03", "--sweep", "--pools", "4", "--results-dir", str(tmp_path)],
+                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    try:
+        deadline = time.monotonic() + 300
+        for line in child.stdout:
+            seen.append(line)
+            if "warm-up round" in line:
+                break
+            assert time.monotonic() < deadline, "".join(seen)
+        child.send_signal(signal.SIGINT)
+        rest, _ = child.communicate(timeout=90)
+    finally:
+        child.kill()
+    assert child.returncode == 130, "".join(seen) + (rest or "")
+    _nothing_left(env, tmp)
+
+
+def test_database_url_is_honoured_and_checked():
+    sys.path.insert(0, str(REPO / "scripts"))
+    from pul import postgres
+    from pul.errors import UsageError
+
+    db = postgres.from_url("postgresql://app:s%40cret@db.example:6543/shop?sslmode=disable")
+    assert db.jdbc_url == "jdbc:postgresql://db.example:6543/shop?sslmode=disable"
+    assert (db.username, db.password) == ("app", "s@cret")
+    assert "s@cret" not in db.description and "s%40cret" not in db.description
+    assert postgres.from_url("jdbc:postgresql://h/d?user=u").username == "u"
+    with pytest.raises(UsageError):
+        postgres.from_url("mysql://u:p@h/d")

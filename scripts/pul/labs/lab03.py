@@ -1,0 +1,401 @@
+"""Lab 03: JDBC on Play's default dispatcher, on a dedicated pool, and with pools too big.
+
+Every variant is a server configuration of its own (connection pool size, database.dispatcher
+size), so the driver starts one server per set-up. The database is real: DATABASE_URL if set,
+else a throwaway PostgreSQL cluster (pul.postgres) pinned to the load generator's core, so
+that the Play server keeps its core to itself and PostgreSQL's CPU is a limit of its own.
+
+`--sweep` runs the database-dispatcher set-up at one concurrency for several pool sizes
+(steps `pool=N`) and draws throughput and p99 against pool size, with the Little's-law line
+min(c, pool) / query time and the ceiling PostgreSQL's CPU puts on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+from .. import postgres, report
+from ..errors import UsageError
+from ..lab import Lab, Prediction, Step
+from ..probe import CLOCK_TICKS
+from ..results import _fmt, machine_line, markdown_table
+
+VARIANTS = ("default-dispatcher", "database-dispatcher", "oversized-dispatcher", "oversized-connections")
+# Seconds a sweep step should last, at its Little's-law rate (bounded by --requests).
+SWEEP_SECONDS = 8
+MIN_SWEEP_REQUESTS = 200
+
+
+def parse_pools(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in str(text).split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"--pools takes a comma-separated list of pool sizes, e.g. 2,4,8 (got {text!r})")
+    if not sizes or any(n < 1 or n > 90 for n in sizes):
+        raise UsageError(f"--pools: every pool size must be between 1 and 90 "
+                         f"(the throwaway cluster allows 100 connections; got {text!r})")
+    return tuple(sorted(set(sizes)))
+
+
+def _process_cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def postgres_cpu_seconds(postmaster: int) -> float:
+    """CPU time of the postmaster and its children (every backend is a child of it).
+
+    PostgreSQL puts each backend in a session of its own, so the process group does not
+    find them; their parent does. The pool keeps its connections open, so the backends
+    that serve the load live through a whole measurement."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(entry.name) == postmaster or int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
+class CpuMeter(threading.Thread):
+    """Samples PostgreSQL's CPU time 5 times a second, to read it over any past window."""
+
+    def __init__(self, postmaster: int, interval: float = 0.2):
+        super().__init__(daemon=True)
+        self.postmaster = postmaster
+        self.interval = interval
+        self.samples: list[tuple[float, float]] = []
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            with contextlib.suppress(OSError):
+                self.samples.append((time.monotonic(), postgres_cpu_seconds(self.postmaster)))
+            self._stop_event.wait(self.interval)
+
+    def between(self, start: float, end: float) -> float | None:
+        """CPU seconds used between two monotonic times (nearest samples)."""
+        samples = list(self.samples)
+        if len(samples) < 2:
+            return None
+        first = min(samples, key=lambda s: abs(s[0] - start))
+        last = min(samples, key=lambda s: abs(s[0] - end))
+        return last[1] - first[1] if last[0] > first[0] else None
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(2)
+
+
+class JdbcDispatcher(Lab):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._postgres_cpus: str | None = None
+        self._meter: CpuMeter | None = None
+        self._postgres_cores = 1
+
+    # -- command line -----------------------------------------------------
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        super().add_arguments(parser)
+        d = self.defaults
+        parser.add_argument("--query-ms", type=int, default=d["query_ms"], metavar="N",
+                            help=f"PostgreSQL-side wait per query (pg_sleep), in ms (default {d['query_ms']})")
+        parser.add_argument("--connection-timeout-ms", type=int, default=d["connection_timeout_ms"], metavar="N",
+                            help="how long a request may wait for a connection before it fails with a 503 "
+                                 f"(HikariCP connectionTimeout, at least 250; default {d['connection_timeout_ms']})")
+        parser.add_argument("--oversized", type=int, default=d["oversized"], metavar="N",
+                            help="threads (oversized-dispatcher) and connections + threads "
+                                 f"(oversized-connections) of the oversized set-ups (default {d['oversized']})")
+        sweep = parser.add_mutually_exclusive_group()
+        sweep.add_argument("--sweep", dest="sweep", action="store_const", const="only", default=d["sweep"],
+                           help="run only the sweep: database-dispatcher once per --pools size (steps pool=N)")
+        sweep.add_argument("--no-sweep", dest="sweep", action="store_const", const="none",
+                           help="run only the four variants, not the sweep")
+        parser.add_argument("--pools", default=d["pools"], metavar="N,N",
+                            help=f"pool sizes for --sweep (default {d['pools']})")
+
+    def params(self, options: argparse.Namespace) -> dict:
+        params = super().params(options)
+        parse_pools(params["pools"])
+        if params["connection_timeout_ms"] < 250:
+            raise UsageError("--connection-timeout-ms must be at least 250 (HikariCP's minimum)")
+        if params["query_ms"] < 0:
+            raise UsageError("--query-ms must be 0 or more")
+        for key in ("pool_size", "oversized"):
+            if params[key] > 90:
+                raise UsageError(f"--{key.replace('_', '-')} must be at most 90 "
+                                 "(the throwaway cluster allows 100 connections)")
+        # Where PostgreSQL runs: on the load generator's core, so the server keeps its own.
+        if getattr(options, "no_pin", False) or (os.cpu_count() or 1) < 2:
+            self._postgres_cpus = None
+        else:
+            self._postgres_cpus = getattr(options, "load_cpus", None) or "1"
+        from_url = bool(os.environ.get("DATABASE_URL", "").strip())
+        params["database"] = "DATABASE_URL" if from_url else "throwaway"
+        params["postgres_cpus"] = None if from_url else self._postgres_cpus
+        return params
+
+    # -- what to run ------------------------------------------------------
+    def server_properties(self, params: dict) -> dict[str, str]:
+        return {"lab.query-ms": str(params["query_ms"]),
+                "lab.connection-timeout-ms": str(params["connection_timeout_ms"])}
+
+    @staticmethod
+    def _props(connections: int, dispatcher: int) -> dict[str, str]:
+        return {"lab.pool-size": str(connections), "lab.dispatcher-size": str(dispatcher)}
+
+    def steps(self, params: dict) -> list[Step]:
+        steps = [] if params["sweep"] == "only" else self._variant_steps(params)
+        if params["sweep"] != "none":
+            steps += self._sweep_steps(params)
+        return steps
+
+    def _sweep_steps(self, params: dict) -> list[Step]:
+        c, n = params["concurrency"], params["requests"]
+        steps = []
+        for size in parse_pools(params["pools"]):
+            # Aim at a few seconds per step: small pools serve few requests a second.
+            rate = min(c, size) * 1000.0 / max(params["query_ms"], 1)
+            requests = min(n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS)))
+            steps.append(Step(name=f"pool={size}", bench_variant="database-dispatcher", concurrency=c,
+                              requests=requests, server_props=self._props(size, size), pool="database",
+                              keep_alive=True, warmup_requests=max(100, int(rate * 3)),
+                              extra={"pool_size": size, "dispatcher_size": size}))
+        return steps
+
+    def _variant_steps(self, params: dict) -> list[Step]:
+        c, n = params["concurrency"], params["requests"]
+        pool, big = params["pool_size"], params["oversized"]
+        set_ups = {
+            # JDBC on Play's default dispatcher; the connection pool as configured.
+            "default-dispatcher": (pool, pool, "default"),
+            # Play's recommendation: database.dispatcher as big as the connection pool.
+            "database-dispatcher": (pool, pool, "database"),
+            # More threads than connections: the extra threads wait inside HikariCP.
+            "oversized-dispatcher": (pool, big, "database"),
+            # More connections (and threads) than PostgreSQL has cores to serve.
+            "oversized-connections": (big, big, "database"),
+        }
+        return [Step(name=name, bench_variant=name, concurrency=c, requests=n,
+                     server_props=self._props(connections, threads), pool=dispatcher, probe="/status",
+                     keep_alive=True,
+                     extra={"pool_size": connections, "dispatcher_size": threads})
+                for name, (connections, threads, dispatcher) in set_ups.items()]
+
+    @contextlib.contextmanager
+    def services(self, context) -> Iterator[dict[str, str]]:
+        """PostgreSQL first: DATABASE_URL's, or a throwaway cluster on the load generator's core."""
+        with postgres.database(context.children, context.progress, self._postgres_cpus) as db:
+            # The server inherits the driver's environment: the password stays off its command line.
+            saved = {key: os.environ.get(key) for key in db.env()}
+            os.environ.update(db.env())
+            self._postgres_cores = len(_cpu_list(db.cpus)) if db.cpus else (os.cpu_count() or 1)
+            self._database = db
+            if db.pgid:
+                self._meter = CpuMeter(db.pgid)
+                self._meter.start()
+            try:
+                yield {}
+            finally:
+                if self._meter:
+                    self._meter.stop()
+                    self._meter = None
+                for key, value in saved.items():
+                    if value is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = value
+
+    # -- prediction -------------------------------------------------------
+    def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
+        """min(c, threads, connections) / (wait + work), and at most what PostgreSQL's CPU allows."""
+        threads = pools["pools"][step.pool]["threads"]
+        connections = pools["pools"]["connections"]["threads"]
+        work_ms = float(pools["query_work_ms"])
+        busy_ms = float(pools["query_ms"]) + work_ms
+        in_service = min(step.concurrency, threads, connections)
+        littles_law = in_service / (busy_ms / 1000.0)
+        step.service_ms = round(busy_ms, 3)
+        step.extra.update({"query_work_ms": work_ms, "littles_law_requests_per_sec": round(littles_law, 1)})
+        why = (f"min({step.concurrency} in flight, {threads} {step.pool}-dispatcher threads, "
+               f"{connections} connections) / ({pools['query_ms']} ms wait + {work_ms:g} ms work)")
+        if params.get("postgres_cpus") is None:
+            return Prediction(round(littles_law, 1), why)
+        ceiling = self._postgres_cores / (work_ms / 1000.0)
+        step.extra["postgres_ceiling_requests_per_sec"] = round(ceiling, 1)
+        if ceiling < littles_law:
+            return Prediction(round(ceiling, 1), f"PostgreSQL's CPU: {self._postgres_cores} core(s) / "
+                                                 f"{work_ms:g} ms of work per query (Little's law alone: "
+                                                 f"{littles_law:,.0f})")
+        return Prediction(round(littles_law, 1), why)
+
+    def verify_step(self, step: Step, server, record: dict) -> None:
+        """Record PostgreSQL's CPU during the measured run and the server's connection-timeout count."""
+        body = server.get("/pools")
+        if body:
+            connections = json.loads(body)["pools"]["connections"]
+            record["extra"]["connection_timeouts_so_far"] = connections["timeouts"]
+        if self._meter and record.get("duration_s"):
+            end = time.monotonic()
+            used = self._meter.between(end - record["duration_s"], end)
+            if used is not None:
+                record["extra"]["postgres_cpu_seconds"] = round(used, 2)
+                record["extra"]["postgres_cpu_utilization"] = round(used / record["duration_s"], 2)
+                if record.get("complete"):
+                    record["extra"]["postgres_cpu_ms_per_request"] = round(used * 1000 / record["complete"], 3)
+
+    # -- results ----------------------------------------------------------
+    def summary_notes(self, results: dict) -> list[str]:
+        notes = []
+        pg = (results.get("pools") or {}).get("postgresql")
+        if pg:
+            settings = ", ".join(f"{k}={v}" for k, v in pg["settings"].items())
+            notes.append(f"Database: {pg['version'].split(' on ')[0]} ({settings}); "
+                         f"{_where(results['params'])}.")
+        for v in results["variants"]:
+            if v["failed"] or v["non_2xx"]:
+                notes.append(f"{v['name']}: {v['non_2xx']:,} of {v['requests']:,} requests got no connection "
+                             f"within {results['params']['connection_timeout_ms']} ms (503), {v['failed']:,} failed.")
+        by_name = {v["name"]: v for v in results["variants"]}
+        if "default-dispatcher" in by_name and "database-dispatcher" in by_name:
+            ratio = by_name["database-dispatcher"]["requests_per_sec"] / by_name["default-dispatcher"]["requests_per_sec"]
+            notes.append(f"database.dispatcher gave {ratio:.1f}x the throughput of running the queries "
+                         "on the default dispatcher.")
+        for v in results["variants"]:
+            if v.get("probe") and v["probe"].get("p99_ms") is not None:
+                notes.append(f"{v['name']}: /status answered in {v['probe']['p50_ms']:.1f} ms "
+                             f"(p99 {v['probe']['p99_ms']:.1f} ms) while the load ran.")
+        return notes
+
+    def report(self, results: dict) -> dict[str, str]:
+        variants, sweep = split(results)
+        artifacts = {}
+        if variants["variants"]:
+            artifacts["book/src/generated/lab03-table.md"] = (
+                markdown_table(variants, TABLE_COLUMNS) + "\n" + machine_line(results) + " "
+                + _database_line(results) + "\n")
+            artifacts["book/src/generated/lab03-summary.md"] = \
+                "\n".join(f"- {note}" for note in self.summary_notes(variants)) + "\n"
+        if sweep["variants"]:
+            artifacts["book/src/generated/lab03-sweep-table.md"] = (
+                markdown_table(sweep, SWEEP_COLUMNS) + "\n" + machine_line(results) + " "
+                + _database_line(results) + "\n")
+            artifacts["book/src/figures/lab03-sweep.svg"] = sweep_figure(sweep)
+        return artifacts
+
+
+def is_sweep_step(variant: dict) -> bool:
+    return variant["name"].startswith("pool=")
+
+
+def split(results: dict) -> tuple[dict, dict]:
+    """The results twice: with the four variants only, and with the sweep's steps only."""
+    return ({**results, "variants": [v for v in results["variants"] if not is_sweep_step(v)]},
+            {**results, "variants": [v for v in results["variants"] if is_sweep_step(v)]})
+
+
+def _cpu_list(cpus: str) -> set[int]:
+    chosen: set[int] = set()
+    for part in cpus.split(","):
+        low, _, high = part.partition("-")
+        chosen.update(range(int(low), int(high or low) + 1))
+    return chosen
+
+
+def _where(params: dict) -> str:
+    if params.get("database") == "DATABASE_URL":
+        return "the database in DATABASE_URL"
+    cpus = params.get("postgres_cpus")
+    return ("a throwaway cluster " + (f"pinned to CPU {cpus} (beside ab)" if cpus else "(not pinned)"))
+
+
+def _database_line(results: dict) -> str:
+    pg = (results.get("pools") or {}).get("postgresql")
+    version = pg["version"].split(" on ")[0] if pg else "PostgreSQL"
+    settings = f", max_connections={pg['settings']['max_connections']}" if pg else ""
+    return f"Database: {version}{settings}, {_where(results['params'])}."
+
+
+def _extra(v: dict, key: str, digits: int = 0) -> str:
+    return _fmt((v.get("extra") or {}).get(key), digits)
+
+
+TABLE_COLUMNS = [
+    ("variant", lambda v: v["name"], False),
+    ("connections", lambda v: _extra(v, "pool_size"), True),
+    ("threads", lambda v: _fmt(v["pool_threads"]), True),
+    ("req/s", lambda v: _fmt(v["requests_per_sec"], 0), True),
+    ("p50 ms", lambda v: _fmt(v["p50_ms"], 1), True),
+    ("p99 ms", lambda v: _fmt(v["p99_ms"], 1), True),
+    ("failed", lambda v: _fmt(v["failed"]), True),
+    ("non-2xx (timeouts)", lambda v: _fmt(v["non_2xx"]), True),
+    ("/status p99 ms", lambda v: _fmt((v.get("probe") or {}).get("p99_ms"), 1), True),
+    ("Play CPU", lambda v: f"{v['server_cpu_utilization']:.0%}" if v.get("server_cpu_utilization") is not None else "–", True),
+    ("PostgreSQL CPU", lambda v: f"{v['extra']['postgres_cpu_utilization']:.0%}"
+     if (v.get("extra") or {}).get("postgres_cpu_utilization") is not None else "–", True),
+    ("predicted req/s", lambda v: _fmt(v["predicted_requests_per_sec"], 0), True),
+    ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
+]
+
+SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", "/status p99 ms")]
+SWEEP_COLUMNS[1] = ("pool (connections = threads)", lambda v: _extra(v, "pool_size"), True)
+
+
+def sweep_figure(results: dict) -> str:
+    """Throughput (top) and p99 latency (bottom) against pool size, with the predictions."""
+    variants = sorted(results["variants"], key=lambda v: v["extra"]["pool_size"])
+    c = results["params"]["concurrency"]
+    rows = "\n".join(
+        f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f} {v["p99_ms"]:.1f} '
+        f'{v["extra"]["littles_law_requests_per_sec"]:.1f} {v["predicted_requests_per_sec"]:.1f}'
+        for v in variants)
+    ceilings = [v["extra"].get("postgres_ceiling_requests_per_sec") for v in variants]
+    ceiling = statistics.median([x for x in ceilings if x]) if any(ceilings) else None
+    work = statistics.median(v["extra"]["query_work_ms"] for v in variants)
+    busy = statistics.median(v["service_ms"] for v in variants)
+    sizes = [v["extra"]["pool_size"] for v in variants]
+    ceiling_plot = (f', {ceiling:.1f} with lines dashtype 2 linewidth 2 linecolor rgb "#d62728" '
+                    f'title "PostgreSQL CPU limit (1 core / {work:.2f} ms work per query)"') if ceiling else ""
+    script = report.svg_header(760, 640) + f"""
+set multiplot layout 2,1 title "Lab 03 sweep: {c} requests in flight, {results['params']['query_ms']} ms of database wait per query"
+set logscale x 2
+set xrange [{min(sizes) / 1.3:.2f}:{max(sizes) * 1.3:.2f}]
+set xtics ({", ".join(str(s) for s in sizes)})
+set grid
+set key top left
+set ylabel "requests per second"
+set yrange [0:*]
+$data << EOD
+{rows}
+EOD
+plot $data using 1:4 with lines linewidth 2 linecolor rgb "#999999" title "Little's law: min(c, pool) / {busy:.1f} ms"{ceiling_plot}, \\
+     $data using 1:2 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "measured"
+set xlabel "pool size (connections = database.dispatcher threads)"
+set ylabel "p99 latency (ms)"
+set key top right
+plot $data using 1:3 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#ff7f0e" title "measured p99"
+unset multiplot
+"""
+    return report.gnuplot_svg(script)
+
+
+LAB = JdbcDispatcher(
+    number="03",
+    title="Sizing dispatchers for JDBC",
+    summary="A real PostgreSQL query on the default dispatcher, on database.dispatcher, and with pools too big; "
+            "then a sweep over pool sizes.",
+    defaults={"concurrency": 64, "requests": 1500, "pool_size": 20, "query_ms": 80,
+              "connection_timeout_ms": 250, "oversized": 64, "sweep": "also", "pools": "2,4,8,16,32,64"},
+)
