@@ -181,12 +181,21 @@ class ConcurrencyHighway(Lab):
             steps = sweep(results, prefix)
             if not steps:
                 continue
-            broken = [v["name"] for v in steps if not little_check(v)["holds"]]
+            broken = [v for v in steps if not little_check(v)["holds"]]
+            failing = [v["name"] for v in broken if v["failed"] or v["non_2xx"]]
+            clean = [v["name"] for v in broken if not (v["failed"] or v["non_2xx"])]
+            why = []
+            if failing:
+                why.append(f"at {', '.join(failing)} requests failed: connections held a place in flight "
+                           "without a latency being timed for them")
+            if clean:
+                why.append(f"at {', '.join(clean)} nothing failed, so the load generator, not the server, "
+                           "set the pace")
             notes.append(f"Little's law (c = throughput x mean latency, within the mean's bounds "
                          f"+-{LITTLE_TOLERANCE:.0%}), {label} sweep: "
                          + ("holds at every step." if not broken else
-                            f"does NOT hold at {', '.join(broken)} -- the load generator, not the server, "
-                            "set the pace there."))
+                            f"holds at every step except {', '.join(v['name'] for v in broken)}; "
+                            + "; ".join(why) + "."))
             knee = measured_knee(steps)
             best = max(steps, key=lambda v: v["requests_per_sec"])
             last = steps[-1]
