@@ -331,11 +331,11 @@ def _figure(results: dict, kind: str) -> str:
                         else "'fixed model: max(service time, c / capacity)'"))
     # The knees: where each model's two lines meet.
     knees = ""
-    for knee, colour, label in ((model["knee"] if model else None, "#1f77b4", "echo knee"),
-                                (fm["knee"] if fixed else None, "#d62728", "fixed knee")):
+    for knee, colour, label, height in ((model["knee"] if model else None, "#1f77b4", "echo knee", 0.96),
+                                        (fm["knee"] if fixed else None, "#d62728", "fixed knee", 0.90)):
         if knee:
             knees += (f"set arrow from {knee:.4g}, graph 0 to {knee:.4g}, graph 1 nohead dt 3 lc rgb '{colour}'\n"
-                      f"set label '{label} c*={knee:.3g}' at {knee:.4g}, graph 0.97 offset 0.5,0 "
+                      f"set label '{label} c*={knee:.3g}' at {knee:.4g}, graph {height} offset 0.5,0 "
                       f"tc rgb '{colour}' font ',11'\n")
     script = report.svg_header(760, 540) + f"""
 set title "{title}"
@@ -344,7 +344,7 @@ set format y "%g"
 set xlabel "concurrency c (requests in flight, log)"
 set ylabel "{ylabel}"
 set grid xtics ytics mxtics mytics lc rgb '#dddddd'
-set key outside below center horizontal maxrows 3 box
+set key outside below center horizontal maxcols 2 width -4
 set xrange [0.8:{top * 1.25}]
 {knees}{blocks}
 plot {', '.join(plots)}
