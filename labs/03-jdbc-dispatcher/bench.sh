@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ApacheBench load for lab 03. `scripts/lab run 03` calls it for every variant;
 # by hand, against a server you started yourself (with the pool sizes you chose):
-#   BASE_URL=http://127.0.0.1:9000 CONCURRENCY=64 REQUESTS=3000 ./bench.sh database-dispatcher
+#   BASE_URL=http://127.0.0.1:9000 KEEP_ALIVE=1 CONCURRENCY=64 REQUESTS=1500 ./bench.sh database-dispatcher
+# (the driver keeps connections alive, as a proxy in front of the app would).
 # The variants differ in the server's configuration (-Dlab.pool-size, -Dlab.dispatcher-size),
 # not in the URL: only default-dispatcher calls another action.
 set -euo pipefail

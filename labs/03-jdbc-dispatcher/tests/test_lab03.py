@@ -130,9 +130,10 @@ def test_ctrl_c_stops_postgresql_and_removes_the_cluster(isolated):
 @pytest.mark.slow
 def test_a_server_that_fails_leaves_no_database_behind(isolated, tmp_path):
     env, tmp = isolated
-    # A JDBC driver class that does not exist: Play fails to start, after PostgreSQL did.
-    out = subprocess.run([*LAB, "run", "03", "--sweep", "--pools", "4", "--results-dir", str(tmp_path),
-                          "--set", "db.default.driver=org.example.NoSuchDriver"],
+    # A JDBC driver class that does not exist (through JAVA_OPTS, which the staged start script
+    # reads): Play fails to start, after PostgreSQL did.
+    env = {**env, "JAVA_OPTS": "-Ddb.default.driver=org.example.NoSuchDriver"}
+    out = subprocess.run([*LAB, "run", "03", "--sweep", "--pools", "4", "--results-dir", str(tmp_path)],
                          capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
     assert out.returncode == 5, out.stdout + out.stderr
     assert "starting PostgreSQL" in out.stderr

@@ -293,6 +293,7 @@ class JdbcDispatcher(Lab):
                 markdown_table(sweep, SWEEP_COLUMNS) + "\n" + machine_line(results) + " "
                 + _database_line(results) + "\n")
             artifacts["book/src/figures/lab03-sweep.svg"] = sweep_figure(sweep)
+            artifacts["book/src/generated/lab03-sweep-summary.md"] = sweep_summary(sweep)
         return artifacts
 
 
@@ -353,37 +354,70 @@ SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", "/status p9
 SWEEP_COLUMNS[1] = ("pool (connections = threads)", lambda v: _extra(v, "pool_size"), True)
 
 
+def sweep_summary(results: dict) -> str:
+    """The sweep's prediction (from the measured query cost) and what was measured, in sentences."""
+    variants = sorted(results["variants"], key=lambda v: v["extra"]["pool_size"])
+    c = results["params"]["concurrency"]
+    work = statistics.median(v["extra"]["query_work_ms"] for v in variants)
+    busy = statistics.median(v["service_ms"] for v in variants)
+    lines = [f"- Each query held its connection for about {busy:.1f} ms: {results['params']['query_ms']} ms "
+             f"of waiting (pg_sleep) and {work:.2f} ms of real work (the median of EXPLAIN ANALYZE's "
+             "execution time, measured by the app at start-up)."]
+    ceilings = [v["extra"].get("postgres_ceiling_requests_per_sec") for v in variants]
+    if all(ceilings):
+        ceiling = statistics.median(ceilings)
+        knee = ceiling * busy / 1000.0
+        lines.append(f"- One core of PostgreSQL can execute about {ceiling:,.0f} such queries a second "
+                     f"(1 core / {work:.2f} ms), so Little's law meets that limit at a pool of about "
+                     f"{knee:.0f} connections ({ceiling:,.0f}/s x {busy:.1f} ms): below it the pool is the "
+                     "bottleneck, above it PostgreSQL's CPU is.")
+    best = max(variants, key=lambda v: v["requests_per_sec"])
+    lines.append(f"- Measured at {c} requests in flight: from {variants[0]['requests_per_sec']:,.0f} requests/s "
+                 f"with {variants[0]['extra']['pool_size']} connections to at most "
+                 f"{best['requests_per_sec']:,.0f} requests/s (with {best['extra']['pool_size']}); "
+                 f"{variants[-1]['extra']['pool_size']} connections gave {variants[-1]['requests_per_sec']:,.0f} "
+                 f"requests/s with a p99 of {variants[-1]['p99_ms']:,.0f} ms.")
+    cpu = [(v["extra"]["pool_size"], v["extra"].get("postgres_cpu_utilization")) for v in variants]
+    if all(u is not None for _, u in cpu):
+        lines.append("- PostgreSQL's CPU use (one core = 100%): "
+                     + ", ".join(f"{u:.0%} at pool={n}" for n, u in cpu) + ".")
+    return "\n".join(lines) + "\n"
+
+
 def sweep_figure(results: dict) -> str:
     """Throughput (top) and p99 latency (bottom) against pool size, with the predictions."""
     variants = sorted(results["variants"], key=lambda v: v["extra"]["pool_size"])
     c = results["params"]["concurrency"]
-    rows = "\n".join(
-        f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f} {v["p99_ms"]:.1f} '
-        f'{v["extra"]["littles_law_requests_per_sec"]:.1f} {v["predicted_requests_per_sec"]:.1f}'
-        for v in variants)
+    rows = "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f} {v["p99_ms"]:.1f}'
+                     for v in variants)
     ceilings = [v["extra"].get("postgres_ceiling_requests_per_sec") for v in variants]
-    ceiling = statistics.median([x for x in ceilings if x]) if any(ceilings) else None
+    ceiling = statistics.median(ceilings) if all(ceilings) else None
     work = statistics.median(v["extra"]["query_work_ms"] for v in variants)
     busy = statistics.median(v["service_ms"] for v in variants)
     sizes = [v["extra"]["pool_size"] for v in variants]
-    ceiling_plot = (f', {ceiling:.1f} with lines dashtype 2 linewidth 2 linecolor rgb "#d62728" '
-                    f'title "PostgreSQL CPU limit (1 core / {work:.2f} ms work per query)"') if ceiling else ""
+    top = max([v["requests_per_sec"] for v in variants] + ([ceiling] if ceiling else [])) * 1.5
+    ceiling_plot = (f', ceiling(x) with lines dashtype 2 linewidth 2 linecolor rgb "#d62728" '
+                    f'title "PostgreSQL CPU limit: 1 core / {work:.2f} ms of work"') if ceiling else ""
     script = report.svg_header(760, 640) + f"""
 set multiplot layout 2,1 title "Lab 03 sweep: {c} requests in flight, {results['params']['query_ms']} ms of database wait per query"
 set logscale x 2
 set xrange [{min(sizes) / 1.3:.2f}:{max(sizes) * 1.3:.2f}]
 set xtics ({", ".join(str(s) for s in sizes)})
 set grid
-set key top left
+set samples 400
+set key bottom right
 set ylabel "requests per second"
-set yrange [0:*]
+set yrange [0:{top:.0f}]
+littles(x) = (x < {c} ? x : {c}) * 1000.0 / {busy:.3f}
+ceiling(x) = {ceiling or 0:.1f}
 $data << EOD
 {rows}
 EOD
-plot $data using 1:4 with lines linewidth 2 linecolor rgb "#999999" title "Little's law: min(c, pool) / {busy:.1f} ms"{ceiling_plot}, \\
+plot littles(x) with lines linewidth 2 linecolor rgb "#999999" title "Little's law: min({c}, pool) / {busy:.1f} ms"{ceiling_plot}, \\
      $data using 1:2 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "measured"
 set xlabel "pool size (connections = database.dispatcher threads)"
 set ylabel "p99 latency (ms)"
+set yrange [0:*]
 set key top right
 plot $data using 1:3 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#ff7f0e" title "measured p99"
 unset multiplot
