@@ -50,6 +50,9 @@ def run_parser(lab) -> argparse.ArgumentParser:
     lab.add_arguments(parser)
     parser.add_argument("--variant", action="append", default=[], metavar="NAME",
                         help=f"run only this variant (repeatable): {', '.join(lab.variants())}")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
+                        help="pass a configuration setting to the server as -DKEY=VALUE (repeatable), "
+                             "e.g. --set akka.actor.default-dispatcher.fork-join-executor.parallelism-max=64")
     parser.add_argument("--port", type=int, help="server port (default: a free one)")
     parser.add_argument("--rebuild", action="store_true", help="run `sbt stage` even if nothing changed")
     parser.add_argument("--no-pin", action="store_true",
@@ -77,11 +80,17 @@ def cmd_run(argv: list[str]) -> int:
     if options.time_limit < 1:
         raise UsageError("--time-limit must be at least 1 second")
     params = lab.params(options)
+    settings = {}
+    for setting in options.settings:
+        key, sep, value = setting.partition("=")
+        if not sep or not key or any(c.isspace() for c in key):
+            raise UsageError(f"--set takes KEY=VALUE (got {setting!r})")
+        settings[key] = value
     run(lab, params, RunOptions(
         port=options.port, variants=tuple(options.variant), rebuild=options.rebuild,
         pin=not options.no_pin, server_cpus=options.server_cpus, load_cpus=options.load_cpus,
         warmup=options.warmup, time_limit=options.time_limit, results_dir=options.results_dir,
-        write_report=not options.no_report, quiet=options.quiet), argv)
+        write_report=not options.no_report, quiet=options.quiet, settings=settings), argv)
     return 0
 
 

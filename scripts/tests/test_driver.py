@@ -155,3 +155,8 @@ def test_parser_reads_failures_and_non_2xx():
 def test_parser_rejects_output_without_a_report():
     with pytest.raises(Exception, match="did not print a report"):
         ab.parse("apr_socket_connect(): Connection refused (111)\n", "")
+
+
+def test_set_needs_key_equals_value():
+    out = run_lab("run", "01", "--set", "no-equals-sign")
+    assert out.returncode == 2 and "--set takes KEY=VALUE" in out.stderr
