@@ -361,8 +361,8 @@ def sweep_summary(results: dict) -> str:
     work = statistics.median(v["extra"]["query_work_ms"] for v in variants)
     busy = statistics.median(v["service_ms"] for v in variants)
     lines = [f"- Each query held its connection for about {busy:.1f} ms: {results['params']['query_ms']} ms "
-             f"of waiting (pg_sleep) and {work:.2f} ms of real work (the median of EXPLAIN ANALYZE's "
-             "execution time, measured by the app at start-up)."]
+             f"of waiting (pg_sleep) and {work:.2f} ms of real work (EXPLAIN ANALYZE's execution time, "
+             "measured by each server at start-up; the median over the servers)."]
     ceilings = [v["extra"].get("postgres_ceiling_requests_per_sec") for v in variants]
     if all(ceilings):
         ceiling = statistics.median(ceilings)
