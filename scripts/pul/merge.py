@@ -72,12 +72,21 @@ def load_runs(files: list[Path], warn=print) -> list[dict]:
 
 
 def groups(runs: list[dict]) -> dict[tuple[str, str], list[dict]]:
-    """Runs comparable with each other: same lab, same parameters."""
-    grouped: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    """Runs comparable with each other: same lab, same parameters; one row per student.
+
+    A student who ran the same lab with the same parameters more than once is
+    shown with their newest run, so each machine counts once in the spread.
+    """
+    newest: dict[tuple[str, str, str], dict] = {}
     for run in runs:
-        grouped[(run["lab"], json.dumps(run["params"], sort_keys=True))].append(run)
+        key = (run["lab"], json.dumps(run["params"], sort_keys=True), run["_source"])
+        if key not in newest or (run.get("started_at") or "") > (newest[key].get("started_at") or ""):
+            newest[key] = run
+    grouped: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for (lab, params, _), run in newest.items():
+        grouped[(lab, params)].append(run)
     for members in grouped.values():
-        members.sort(key=lambda r: (r["_source"], r.get("started_at") or ""))
+        members.sort(key=lambda r: r["_source"])
     return dict(sorted(grouped.items()))
 
 

@@ -82,3 +82,13 @@ def test_no_results_is_a_clear_error(tmp_path):
     assert done.returncode == 2 and "no lab results found" in done.stderr
     done = subprocess.run([*MERGE, str(tmp_path / "missing")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "no such file" in done.stderr
+
+
+def test_a_student_who_ran_twice_counts_once_with_the_newest_run():
+    older = {"lab": "01-x", "params": {"c": 1}, "_source": "dan", "started_at": "2026-01-01T10:00:00Z"}
+    newer = {**older, "started_at": "2026-01-01T11:00:00Z"}
+    other = {**older, "_source": "eve"}
+    grouped = merge.groups([older, newer, other])
+    (members,) = grouped.values()
+    assert [m["_source"] for m in members] == ["dan", "eve"]
+    assert members[0] is newer
