@@ -276,7 +276,9 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     steps = select_steps(lab, params, options.variants)
     if options.port is not None:
         check_port(options.port)
-    found = tools.ensure(lab.tools_needed, progress)
+    # gnuplot draws the book's figures after the run: check for it before an hour of measuring.
+    draws_figures = options.write_report and options.results_dir is None
+    found = tools.ensure(tuple(lab.tools_needed) + ((tools.GNUPLOT,) if draws_figures else ()), progress)
     # Each connection is a file descriptor in the load generator and in the server; both inherit
     # this process's limit, so raise it before starting them (and say so, or say why not).
     limit_note = limits.raise_open_files(max((s.concurrency for s in steps), default=0) + 1024)
