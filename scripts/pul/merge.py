@@ -167,11 +167,7 @@ def figure(lab: str, runs: list[dict]) -> str:
     width = max(760, 120 + 70 * len(runs) * max(1, len(names)) // 2)
     script = report.svg_header(width=min(width, 1600), height=440) + f"""
 set title "{_quote(lab)}: the same lab on every machine in the room"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set boxwidth 0.9
-set ylabel "requests per second"
+{report.CLUSTERED_BARS}set ylabel "requests per second"
 set yrange [0:*]
 set grid ytics
 set key outside right top

@@ -58,3 +58,31 @@ SVG_TERMINAL = ('set terminal svg size {w},{h} dynamic enhanced font "Helvetica,
 
 def svg_header(width: int = 760, height: int = 420) -> str:
     return SVG_TERMINAL.format(w=width, h=height)
+
+
+# Clustered bars: one group per data row, one bar per column after the first.
+CLUSTERED_BARS = """set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+"""
+
+
+def measured_vs_predicted_svg(results: dict, title: str, width: int = 760) -> str:
+    """Measured and predicted requests per second, one pair of bars per variant."""
+    data = "\n".join(f'"{v["name"]}" {v["requests_per_sec"]:.1f} {v["predicted_requests_per_sec"] or 0:.1f}'
+                     for v in results["variants"])
+    script = svg_header(width=width) + f"""
+set title "{title}"
+{CLUSTERED_BARS}set ylabel "requests per second"
+set yrange [0:*]
+set grid ytics
+set key top left
+set xtics nomirror
+$data << EOD
+{data}
+EOD
+plot $data using 2:xtic(1) title "measured" linecolor rgb "#1f77b4", \\
+     '' using 3 title "predicted (Little's law)" linecolor rgb "#bbbbbb"
+"""
+    return gnuplot_svg(script)

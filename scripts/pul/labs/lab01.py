@@ -78,28 +78,10 @@ def littles_law_table(results: dict) -> str:
 
 
 def throughput_figure(results: dict) -> str:
-    """Measured and predicted requests per second, one pair of bars per variant."""
-    data = "\n".join(f'"{v["name"]}" {v["requests_per_sec"]:.1f} {v["predicted_requests_per_sec"] or 0:.1f}'
-                     for v in results["variants"])
     params = results["params"]
-    script = report.svg_header() + f"""
-set title "Lab 01: {params['work_ms']} ms of blocking work per request, {params['concurrency']} requests in flight"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set boxwidth 0.9
-set ylabel "requests per second"
-set yrange [0:*]
-set grid ytics
-set key top left
-set xtics nomirror
-$data << EOD
-{data}
-EOD
-plot $data using 2:xtic(1) title "measured" linecolor rgb "#1f77b4", \\
-     '' using 3 title "predicted (Little's law)" linecolor rgb "#bbbbbb"
-"""
-    return report.gnuplot_svg(script)
+    return report.measured_vs_predicted_svg(
+        results, f"Lab 01: {params['work_ms']} ms of blocking work per request, "
+                 f"{params['concurrency']} requests in flight")
 
 
 def status_figure(results: dict) -> str:
@@ -108,11 +90,7 @@ def status_figure(results: dict) -> str:
     data = "\n".join(f'"{v["name"]}" {v["probe"]["p50_ms"]:.2f} {v["probe"]["p99_ms"]:.2f}' for v in probed)
     script = report.svg_header() + f"""
 set title "How long /status took while each variant was under load"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set boxwidth 0.9
-set ylabel "milliseconds (log scale)"
+{report.CLUSTERED_BARS}set ylabel "milliseconds (log scale)"
 set logscale y
 set yrange [0.5:*]
 set grid ytics

@@ -106,28 +106,10 @@ class JavaAsync(Lab):
 
 
 def throughput_figure(results: dict) -> str:
-    """Measured and predicted requests per second, one pair of bars per variant."""
-    data = "\n".join(f'"{v["name"]}" {v["requests_per_sec"]:.1f} {v["predicted_requests_per_sec"] or 0:.1f}'
-                     for v in results["variants"])
     params = results["params"]
-    script = report.svg_header(width=820) + f"""
-set title "Lab 02: {params['work_ms']} ms of blocking work per request, {params['concurrency']} requests in flight"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set boxwidth 0.9
-set ylabel "requests per second"
-set yrange [0:*]
-set grid ytics
-set key top left
-set xtics nomirror
-$data << EOD
-{data}
-EOD
-plot $data using 2:xtic(1) title "measured" linecolor rgb "#1f77b4", \\
-     '' using 3 title "predicted (Little's law)" linecolor rgb "#bbbbbb"
-"""
-    return report.gnuplot_svg(script)
+    return report.measured_vs_predicted_svg(
+        results, f"Lab 02: {params['work_ms']} ms of blocking work per request, "
+                 f"{params['concurrency']} requests in flight", width=820)
 
 
 LAB = JavaAsync(
