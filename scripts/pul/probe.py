@@ -54,8 +54,8 @@ class StatusPoller(threading.Thread):
                 "p50_ms": pct(50), "p99_ms": pct(99), "max_ms": round(ordered[-1], 2)}
 
 
-def group_cpu_seconds(pgid: int) -> float:
-    """User + system CPU time of every live process in a process group."""
+def _cpu_seconds(select) -> float:
+    """User + system CPU time of every live process for which select(pid, stat fields) holds."""
     total = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -65,6 +65,16 @@ def group_cpu_seconds(pgid: int) -> float:
         except (OSError, IndexError):
             continue
         # After the command name: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
-        if int(fields[2]) == pgid:
+        if select(int(entry.name), fields):
             total += int(fields[11]) + int(fields[12])
     return total / CLOCK_TICKS
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU time of every live process in a process group."""
+    return _cpu_seconds(lambda _pid, fields: int(fields[2]) == pgid)
+
+
+def tree_cpu_seconds(parent: int) -> float:
+    """CPU time of a process and its direct children (PostgreSQL's postmaster and its backends)."""
+    return _cpu_seconds(lambda pid, fields: pid == parent or int(fields[1]) == parent)

@@ -19,13 +19,12 @@ import os
 import statistics
 import threading
 import time
-from pathlib import Path
 from typing import Iterator
 
 from .. import postgres, report
 from ..errors import UsageError
 from ..lab import Lab, Prediction, Step
-from ..probe import CLOCK_TICKS
+from ..probe import tree_cpu_seconds
 from ..results import _fmt, machine_line, markdown_table
 
 VARIANTS = ("default-dispatcher", "database-dispatcher", "oversized-dispatcher", "oversized-connections")
@@ -45,28 +44,13 @@ def parse_pools(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(sizes)))
 
 
-def _process_cpu_ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
 def postgres_cpu_seconds(postmaster: int) -> float:
     """CPU time of the postmaster and its children (every backend is a child of it).
 
     PostgreSQL puts each backend in a session of its own, so the process group does not
     find them; their parent does. The pool keeps its connections open, so the backends
     that serve the load live through a whole measurement."""
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(entry.name) == postmaster or int(fields[1]) == postmaster:
-            total += int(fields[11]) + int(fields[12])
-    return total / CLOCK_TICKS
+    return tree_cpu_seconds(postmaster)
 
 
 class CpuMeter(threading.Thread):
