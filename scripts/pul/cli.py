@@ -10,7 +10,9 @@ from . import exercises, report
 from .errors import EXIT_CODES, LabError, UsageError
 from .lab import all_labs, resolve
 from .procs import Interrupted, signals_raise
+from .remote import parse_target
 from .run import RunOptions, run
+from .serve import DEFAULT_PORT, LOOPBACK, ServeOptions, serve
 
 USAGE = """scripts/lab COMMAND [...]
 
@@ -18,6 +20,13 @@ Commands:
   list                     the labs, with what each one shows
   run LAB [options]        build LAB, measure every variant, print the table
                            (LAB: 01, 1, 01-non-blocking; `scripts/lab run LAB --help` for its options)
+  run LAB --target URL [options]
+                           measure a server `scripts/lab serve` runs on another machine
+                           (only the variants it is set up for; it says how to serve the others)
+  serve LAB [--listen ADDR] [--port N] [options]
+                           build LAB and run its server in the foreground, set up as `run` would,
+                           for a load generator on another machine; prints the command to type
+                           there. Ctrl-C stops it
   report [LAB...] [--check]
                            redraw the book's tables and figures from the committed
                            results (--check: fail if a committed one is stale)
@@ -42,17 +51,22 @@ def cmd_list() -> int:
     return 0
 
 
-def run_parser(lab) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"scripts/lab run {lab.number}",
-        description=f"Lab {lab.name}: {lab.title}. {lab.summary}")
-    parser.add_argument("lab")
-    lab.add_arguments(parser)
-    parser.add_argument("--variant", action="append", default=[], metavar="NAME",
-                        help=f"run only this variant (repeatable): {', '.join(lab.variants())}")
+def add_setup_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by run and serve that choose the server's set-up (besides the lab's own)."""
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
                         help="pass a configuration setting to the server as -DKEY=VALUE (repeatable), "
                              "e.g. --set akka.actor.default-dispatcher.fork-join-executor.parallelism-max=64")
+
+
+def add_run_options(parser: argparse.ArgumentParser, lab=None) -> None:
+    """The options of `scripts/lab run` that do not choose the server's set-up."""
+    variants = f": {', '.join(lab.variants())}" if lab else ""
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME",
+                        help=f"run only this variant (repeatable){variants}")
+    parser.add_argument("--target", metavar="URL",
+                        help="load the server `scripts/lab serve` runs at URL (http://HOST:PORT), on another "
+                             "machine, instead of building and starting one here. Runs only the variants that "
+                             "server is set up for, and prints the serve command for the others")
     parser.add_argument("--port", type=int, help="server port (default: a free one)")
     parser.add_argument("--rebuild", action="store_true", help="run `sbt stage` even if nothing changed")
     parser.add_argument("--no-pin", action="store_true",
@@ -67,7 +81,41 @@ def run_parser(lab) -> argparse.ArgumentParser:
                         help="write results here instead of the lab's results/ (the book is then left alone)")
     parser.add_argument("--no-report", action="store_true", help="do not update the book's tables and figures")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def run_parser(lab) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"scripts/lab run {lab.number}",
+        description=f"Lab {lab.name}: {lab.title}. {lab.summary}")
+    parser.add_argument("lab")
+    lab.add_arguments(parser)
+    add_setup_options(parser)
+    add_run_options(parser, lab)
     return parser
+
+
+def setup_args(argv: list[str], add_driver_options) -> list[str]:
+    """The options after `COMMAND LAB` that choose the server's set-up (the lab's own and --set),
+    as typed: what run and serve must agree on. Everything else is left out."""
+    driver = argparse.ArgumentParser(add_help=False)
+    add_driver_options(driver)
+    _, rest = driver.parse_known_args(argv[2:])
+    return rest
+
+
+def parse_settings(settings: list[str]) -> dict[str, str]:
+    parsed = {}
+    for setting in settings:
+        key, sep, value = setting.partition("=")
+        if not sep or not key or any(c.isspace() for c in key):
+            raise UsageError(f"--set takes KEY=VALUE (got {setting!r})")
+        parsed[key] = value
+    return parsed
+
+
+def _check_port(port: int | None) -> None:
+    if port is not None and not 1 <= port <= 65535:
+        raise UsageError(f"--port must be between 1 and 65535 (got {port})")
 
 
 def cmd_run(argv: list[str]) -> int:
@@ -75,22 +123,78 @@ def cmd_run(argv: list[str]) -> int:
         raise UsageError("which lab? usage: scripts/lab run LAB [options]  (see `scripts/lab list`)")
     lab = resolve(argv[1])
     options = run_parser(lab).parse_args(argv[1:])
-    if options.port is not None and not 1 <= options.port <= 65535:
-        raise UsageError(f"--port must be between 1 and 65535 (got {options.port})")
+    _check_port(options.port)
     if options.time_limit < 1:
         raise UsageError("--time-limit must be at least 1 second")
+    if options.target is not None:
+        parse_target(options.target)
+        for name, given in (("--port", options.port is not None), ("--rebuild", options.rebuild),
+                            ("--server-cpus", options.server_cpus is not None)):
+            if given:
+                raise UsageError(f"{name} is about the server, which runs on the other machine with --target: "
+                                 f"give it to `scripts/lab serve` there")
     params = lab.params(options)
-    settings = {}
-    for setting in options.settings:
-        key, sep, value = setting.partition("=")
-        if not sep or not key or any(c.isspace() for c in key):
-            raise UsageError(f"--set takes KEY=VALUE (got {setting!r})")
-        settings[key] = value
     run(lab, params, RunOptions(
         port=options.port, variants=tuple(options.variant), rebuild=options.rebuild,
         pin=not options.no_pin, server_cpus=options.server_cpus, load_cpus=options.load_cpus,
         warmup=options.warmup, time_limit=options.time_limit, results_dir=options.results_dir,
-        write_report=not options.no_report, quiet=options.quiet, settings=settings), argv)
+        write_report=not options.no_report, quiet=options.quiet, settings=parse_settings(options.settings),
+        target=options.target, setup_args=tuple(setup_args(argv, add_run_options))), argv)
+    return 0
+
+
+def add_serve_options(parser: argparse.ArgumentParser, lab=None) -> None:
+    """The options of `scripts/lab serve` that do not choose the server's set-up."""
+    variants = f": {', '.join(lab.variants())}" if lab else ""
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME",
+                        help="serve the set-up this variant is measured on (repeatable, if they share one; "
+                             f"default: the first variant's){variants}")
+    parser.add_argument("--listen", default=LOOPBACK, metavar="ADDR",
+                        help=f"the address to listen on (default {LOOPBACK}: this machine only). On the `lab` "
+                             "VM, 192.168.56.10 lets the `load` VM in. Never 0.0.0.0 on a conference network: "
+                             "it is refused unless --listen-anywhere is given too")
+    parser.add_argument("--listen-anywhere", action="store_true",
+                        help="allow --listen 0.0.0.0 or :: (every network this machine is on can reach the server)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"server port (default {DEFAULT_PORT})")
+    parser.add_argument("--rebuild", action="store_true", help="run `sbt stage` even if nothing changed")
+    parser.add_argument("--no-pin", action="store_true",
+                        help="do not pin the server to a core (default: CPU 0 on a machine with at least two)")
+    parser.add_argument("--server-cpus", help="CPU list for the server (taskset -c; default 0)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def serve_parser(lab) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"scripts/lab serve {lab.number}",
+        description=f"Lab {lab.name}: {lab.title}. Builds the lab and runs its server in the foreground, "
+                    "with the properties `scripts/lab run` would give it, for a load generator on another "
+                    "machine: it prints the `scripts/lab run ... --target URL` to type there. The lab's "
+                    "options below choose the set-up and must be the same on both machines (the printed "
+                    "command has them). Ctrl-C or SIGTERM stops the server and everything it started.")
+    parser.add_argument("lab")
+    lab.add_arguments(parser)
+    add_setup_options(parser)
+    add_serve_options(parser, lab)
+    return parser
+
+
+def cmd_serve(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[1].startswith("-"):
+        raise UsageError("which lab? usage: scripts/lab serve LAB [options]  (see `scripts/lab list`)")
+    lab = resolve(argv[1])
+    options = serve_parser(lab).parse_args(argv[1:])
+    _check_port(options.port)
+    params = lab.params(options)
+    try:
+        serve(lab, params, ServeOptions(
+            listen=options.listen, listen_anywhere=options.listen_anywhere, port=options.port,
+            variants=tuple(options.variant), rebuild=options.rebuild, pin=not options.no_pin,
+            server_cpus=options.server_cpus, quiet=options.quiet, settings=parse_settings(options.settings)),
+            setup_args(argv, add_serve_options))
+    except Interrupted as stop:
+        # The way a served server is meant to end: not a failure.
+        print(f"\nscripts/lab serve: {stop} received; the server and everything it needed are stopped.",
+              file=sys.stderr)
     return 0
 
 
@@ -118,7 +222,7 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0 if argv else 2
-    commands = {"list": lambda: cmd_list(), "run": lambda: cmd_run(argv),
+    commands = {"list": lambda: cmd_list(), "run": lambda: cmd_run(argv), "serve": lambda: cmd_serve(argv),
                 "report": lambda: cmd_report(argv),
                 "check": lambda: exercises.cmd_check(argv), "reset": lambda: exercises.cmd_reset(argv)}
     if argv[0] not in commands:

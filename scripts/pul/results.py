@@ -96,6 +96,10 @@ def machine_line(results: dict) -> str:
     pin = m.get("pinning") or {}
     pinning = (f"server on CPU {pin['server_cpus']}, load generator on CPU {pin['load_cpus']}"
                if pin.get("server_cpus") is not None else "not pinned")
+    if results.get("target"):
+        # The machine facts are the load generator's; the server ran elsewhere.
+        pinning = (f"load generator only, against the server at {results['target']} on another machine "
+                   f"({results['pools'].get('available_processors', '?')} processors available to its JVM)")
     return (f"Measured {results['started_at'][:10]} on {m['cpu_model']} ({m['cores']} cores, "
             f"{m['memory_gib']} GiB), {m['os']}, {m['jdk']}, Play {m['play']}, ab {m['ab']}; {pinning}; "
             f"load average {m['load_average_at_start']} at start.")

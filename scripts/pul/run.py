@@ -20,6 +20,7 @@ from .lab import Lab, Step
 from .probe import StatusPoller
 from .procs import Children, run_id
 from .progress import Progress
+from .remote import RemoteServer, Skipped, describe_skipped, server_properties
 from .server import Server, build, check_port, free_port
 
 WARMUP_MAX_ROUNDS = 6
@@ -42,11 +43,19 @@ class RunOptions:
     quiet: bool = False
     # --set KEY=VALUE: server settings on top of everything the lab chose.
     settings: dict = field(default_factory=dict)
+    # --target URL: load a server `scripts/lab serve` runs (on another machine) instead of our own.
+    target: str | None = None
+    # The options as typed that choose the server's set-up (lab options, --set): for the
+    # `scripts/lab serve` commands a --target run prints for the steps it has to skip.
+    setup_args: tuple[str, ...] = ()
 
 
 def pinning(options: RunOptions) -> dict:
     """Server and load generator on different cores, when there are at least two."""
     cores = os.cpu_count() or 1
+    if options.target:
+        return {"server_cpus": None, "load_cpus": options.load_cpus if options.pin else None,
+                "reason": "remote server (--target): the load generator has this machine to itself"}
     if not options.pin:
         return {"server_cpus": None, "load_cpus": None, "reason": "--no-pin"}
     if cores < 2 and options.server_cpus is None:
@@ -274,11 +283,24 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     token = run_id()
     started = results.utc_now()
     steps = select_steps(lab, params, options.variants)
+    remote = RemoteServer(options.target) if options.target else None
+    skipped: list[Skipped] = []
+    if remote:
+        steps, skipped = remote.split_steps(lab, params, steps, options.settings, remote.pools(),
+                                            list(options.setup_args))
+        if skipped:
+            progress.note(f"running {', '.join(s.name for s in steps)} only; skipping:\n"
+                          + describe_skipped(skipped))
     if options.port is not None:
         check_port(options.port)
     # gnuplot draws the book's figures after the run: check for it before an hour of measuring.
     draws_figures = options.write_report and options.results_dir is None
-    found = tools.ensure(tuple(lab.tools_needed) + ((tools.GNUPLOT,) if draws_figures else ()), progress)
+    needed = tuple(lab.tools_needed) + ((tools.GNUPLOT,) if draws_figures else ())
+    if remote:
+        # No build, no server, no database here: only the load generators (and taskset for --load-cpus).
+        needed = tuple(t for t in needed if t in (tools.AB, tools.WRK, tools.GNUPLOT)) + (
+            (tools.TASKSET,) if options.load_cpus and options.pin else ())
+    found = tools.ensure(needed, progress)
     # Each connection is a file descriptor in the load generator and in the server; both inherit
     # this process's limit, so raise it before starting them (and say so, or say why not).
     limit_note = limits.raise_open_files(max((s.concurrency for s in steps), default=0) + 1024)
@@ -296,13 +318,14 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     pools_seen: dict = {}
     try:
         with bench_lock(progress):
-            script = build(lab.dir, children, progress, force=options.rebuild)
-            with lab.services(Context(children, progress, work_dir)) as service_props:
+            # A remote server's build and services (lab 03's database) belong to its machine.
+            script = None if remote else build(lab.dir, children, progress, force=options.rebuild)
+            services = contextlib.nullcontext({}) if remote else lab.services(Context(children, progress, work_dir))
+            with services as service_props:
                 for props, group in group_by_server(steps):
-                    port = options.port or free_port()
-                    server = Server(script, port, work_dir / "server.log", pin["server_cpus"],
-                                    {**lab.server_properties(params), **service_props, **props,
-                                     **options.settings})
+                    server = remote or Server(script, options.port or free_port(), work_dir / "server.log",
+                                              pin["server_cpus"],
+                                              server_properties(lab, params, props, options.settings, service_props))
                     try:
                         server.start(children, progress)
                         pools = server.pools()
@@ -340,9 +363,13 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         "machine": machine.facts(lab.dir, pin, found.get("ab")),
         "params": params,
         "settings": options.settings,
+        "target": remote.base_url if remote else None,
+        "server_cpu_source": (remote or Server).cpu_source,
         "pools": pools_seen,
         "variants": variants,
     }
+    if remote:
+        data["skipped_variants"] = [s.record() for s in skipped]
     path = results.write(data, results_dir, run_stamp)
     print()
     print(f"Lab {lab.name}: {lab.title}")
@@ -351,6 +378,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         print(note)
     print()
     print(results.machine_line(data))
+    if skipped:
+        print(f"Skipped (the server at {remote.base_url} is set up for other steps):\n" + describe_skipped(skipped))
     print(f"Results: {_display(path)} (and latest.json); raw ab output in {_display(raw_dir)}/")
     if options.write_report and options.results_dir is None:
         written = report.write_lab(lab, data)

@@ -112,12 +112,27 @@ def check_port(port: int, host: str = "127.0.0.1") -> None:
                            "Pick another with --port, or leave --port out to let the driver choose a free one.")
 
 
+# -D properties that say where and how a server runs, not what it measures: the driver sets the
+# first four itself (Server.command), the staged start script adds user.dir.
+WHERE_NOT_WHAT = frozenset({"http.address", "http.port", "play.http.secret.key", "pidfile.path", "user.dir"})
+
+
+def url_host(host: str) -> str:
+    """An address as a URL writes it (IPv6 in brackets)."""
+    return f"[{host}]" if ":" in host else host
+
+
 class Server:
-    """The staged Play server, on loopback, pinned to its cores, with a fresh secret."""
+    """The staged Play server, on loopback (or the address `scripts/lab serve --listen` chose),
+    pinned to its cores, with a fresh secret."""
+
+    # Where measure() gets the server's CPU time: its process group, in /proc.
+    cpu_source = "proc"
 
     def __init__(self, script: Path, port: int, log_path: Path, server_cpus: str | None,
-                 properties: dict[str, str], heap: str = "1g"):
+                 properties: dict[str, str], heap: str = "1g", host: str = "127.0.0.1"):
         self.script = script
+        self.host = host
         self.port = port
         self.log_path = log_path
         self.server_cpus = server_cpus
@@ -127,11 +142,11 @@ class Server:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{url_host(self.host)}:{self.port}"
 
     def command(self) -> list[str]:
         props = {
-            "http.address": "127.0.0.1",
+            "http.address": self.host,
             "http.port": str(self.port),
             # Generated per start: the lab never ships a production secret.
             "play.http.secret.key": secrets.token_urlsafe(48),
@@ -145,7 +160,7 @@ class Server:
         return args
 
     def start(self, children: Children, progress: Progress, timeout: float = 90) -> None:
-        check_port(self.port)
+        check_port(self.port, self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("w")
         progress.step(f"starting the server on {self.base_url}"

@@ -30,14 +30,15 @@ def run_lab(lab: str, *args: str, results_dir: Path, timeout: float = 900) -> di
 
 
 class Driver:
-    """`scripts/lab run ...` in the background, in a session of its own like a terminal job."""
+    """`scripts/lab run ...` (or another `command`) in the background, in a session of its own
+    like a terminal job."""
 
-    def __init__(self, *args: str, log: Path, env: dict | None = None):
+    def __init__(self, *args: str, log: Path, env: dict | None = None, command: str = "run"):
         self.token = "test" + uuid.uuid4().hex[:10]
         self.log = log
         full_env = dict(os.environ, **(env or {}), **{RUN_ID_VARIABLE: self.token})
         self._out = log.open("w")
-        self.popen = subprocess.Popen([*LAB, "run", *args], cwd=REPO, env=full_env, stdin=subprocess.DEVNULL,
+        self.popen = subprocess.Popen([*LAB, command, *args], cwd=REPO, env=full_env, stdin=subprocess.DEVNULL,
                                       stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def output(self) -> str:
