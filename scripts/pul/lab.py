@@ -123,6 +123,11 @@ class Lab:
         """Things the server needs running first (a database); yields extra -D properties."""
         yield {}
 
+    def inspect_server(self, server) -> dict:
+        """What the driver learns from a freshly started server before measuring: its /pools report
+        (the effective pool sizes), plus whatever else a lab calibrates there."""
+        return server.pools()
+
     # -- prediction -------------------------------------------------------
     def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
         """Little's law: throughput <= min(concurrency, threads) / service time."""

@@ -189,6 +189,7 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
             cpu_before, clock_before = server.cpu_seconds(), time.monotonic()
             load_before, idle_before = _children_cpu_seconds(), _idle_seconds(pin["server_cpus"])
             main = _bench(lab, step, server, options, pin, children, step.requests, output, tool)
+            load_idle_before = _idle_seconds(pin["load_cpus"])
             if poller and not poller.is_alive() and not runs:
                 poller.start()
             main.wait(progress, server.alive)
@@ -197,13 +198,18 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
             load_used = _children_cpu_seconds() - load_before
             idle_after = _idle_seconds(pin["server_cpus"])
             cores = len(_cpu_set(pin["server_cpus"])) if pin["server_cpus"] else 1
+            load_idle_after = _idle_seconds(pin["load_cpus"])
+            load_cores = len(_cpu_set(pin["load_cpus"])) if pin["load_cpus"] else 1
             _check_alive(server, step)
             cpu = {"cpu_seconds": round(cpu_used, 2),
                    "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None,
                    "load_cpu_seconds": round(load_used, 2),
                    "load_utilization": round(load_used / elapsed, 2) if elapsed > 0 else None,
                    "server_cores_idle": round((idle_after - idle_before) / (elapsed * cores), 2)
-                   if idle_before is not None and idle_after is not None and elapsed > 0 else None}
+                   if idle_before is not None and idle_after is not None and elapsed > 0 else None,
+                   # Everything on the load generator's cores (ab, the driver, a lab's database).
+                   "load_cores_busy": round(1 - (load_idle_after - load_idle_before) / (elapsed * load_cores), 2)
+                   if load_idle_before is not None and load_idle_after is not None and elapsed > 0 else None}
             runs.append((main.result(), cpu, output, tool, repetition))
     probe = poller.finish() if poller else None
     first_tool = [r for r in runs if r[3] == step.load_tools[0]]
@@ -228,6 +234,7 @@ def run_record(result: AbResult, cpu: dict, output: Path, tool: str, repetition:
         # Share of the server's cores left idle: low with low server utilisation = others took them.
         "server_cores_idle": cpu["server_cores_idle"],
         "output": str(output.relative_to(results_dir)),
+        "load_cores_busy": cpu.get("load_cores_busy"),
     }
 
 
@@ -272,6 +279,8 @@ def variant_record(lab: Lab, step: Step, ab: AbResult, probe: dict | None, cpu: 
         "server_cpu_utilization": cpu["utilization"],
         "server_cpu_ms_per_request": round(cpu["cpu_seconds"] * 1000 / ab.complete, 3) if ab.complete else None,
         "probe": None if probe is None else {"path": step.probe, **probe},
+        # Share of the load generator's cores busy with anything (None: not pinned).
+        "load_cores_busy": cpu.get("load_cores_busy"),
         "extra": {k: v for k, v in step.extra.items() if k != "bench_env"},
     }
     return record
@@ -328,7 +337,7 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                                               server_properties(lab, params, props, options.settings, service_props))
                     try:
                         server.start(children, progress)
-                        pools = server.pools()
+                        pools = lab.inspect_server(server)
                         pools_seen = pools_seen or pools
                         # Warm every variant first: the JIT's work for one variant speeds up
                         # the others, so measuring right after each one's own warm-up would

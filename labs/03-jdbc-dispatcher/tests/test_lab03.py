@@ -1,10 +1,12 @@
 """Smoke tests of lab 03 against a real, throwaway PostgreSQL.
 
 The sweep runs database-dispatcher at 64 requests in flight with 4, 32 and 64
-connections. Little's law says 4 connections allow 4 / (wait + work) requests a
-second; 32 would allow eight times that, but the query's work keeps one core of
-PostgreSQL busy long before, so 32 and 64 should both sit at PostgreSQL's CPU
-limit. Bounds are loose: the machine has two cores and other work on it.
+connections, then 32 again with every wait identical (lockstep). Little's law
+says 4 connections allow 4 / (wait + work) requests a second; 32 would allow
+eight times that, but each request's CPU in PostgreSQL (measured by the
+driver at start-up) keeps its one core busy long before, so 32 and 64 should
+both sit on a plateau at that core's limit. Bounds are loose: the machine has
+two cores and other work on it.
 
 Every test also checks that no PostgreSQL process and no temporary cluster is
 left behind: after success, after a failure, and after Ctrl-C.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,35 +74,38 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
 
     data = json.loads((results_dir / "latest.json").read_text())
     jsonschema.validate(data, json.loads((REPO / "scripts" / "results.schema.json").read_text()))
-    by_pool = {v["extra"]["pool_size"]: v for v in data["variants"]}
+    by_pool = {v["extra"]["pool_size"]: v for v in data["variants"] if v["name"].startswith("pool=")}
     assert sorted(by_pool) == list(POOLS)
     assert data["params"]["database"] == "throwaway"
     assert data["pools"]["postgresql"]["version"].startswith("PostgreSQL")
     rate = {n: by_pool[n]["requests_per_sec"] for n in POOLS}
     littles = {n: by_pool[n]["extra"]["littles_law_requests_per_sec"] for n in POOLS}
-    # The least disturbed measurement of the query's work gives the most generous CPU limit.
-    ceiling = max(by_pool[n]["extra"]["postgres_ceiling_requests_per_sec"] for n in POOLS)
+    ceiling = statistics.median(by_pool[n]["extra"]["postgres_ceiling_requests_per_sec"] for n in POOLS)
+    lockstep = [v for v in data["variants"] if v["name"] == "lockstep-pool=32"]
     summary = {n: (rate[n], littles[n], by_pool[n]["predicted_requests_per_sec"]) for n in POOLS}
+    summary["ceiling"] = ceiling
+    summary["lockstep"] = [v["requests_per_sec"] for v in lockstep]
 
-    for n in POOLS:
-        assert by_pool[n]["failed"] == 0 and by_pool[n]["non_2xx"] == 0, summary
+    for v in data["variants"]:
+        assert v["failed"] == 0 and v["non_2xx"] == 0, summary
     # The prediction for the big pools is the CPU limit, not Little's law.
     assert littles[32] > ceiling and littles[64] > 2 * ceiling, summary
-    # Below the limit, throughput follows the pool (Little's law within 30%).
-    assert 0.7 * littles[4] <= rate[4] <= 1.15 * littles[4], summary
-    # It rises with the pool (Little's law alone: 8x; the CPU limit allows about 5x)...
-    assert rate[32] >= 2.5 * rate[4], summary
-    # ...towards PostgreSQL's CPU limit, which other work on the machine may keep it below...
-    assert 0.45 * ceiling <= rate[32] <= 1.2 * ceiling, summary
-    # ...and twice the connections beyond it come nowhere near doubling it (Little's law: 2x),
-    # nor take it past the limit.
-    assert rate[64] <= 1.5 * rate[32], summary
-    assert rate[64] <= 1.2 * ceiling, summary
+    # Below the limit, throughput follows the pool (Little's law within 20%).
+    assert 0.8 * littles[4] <= rate[4] <= 1.1 * littles[4], summary
+    # It rises with the pool (Little's law alone: 8x; the CPU limit allows about 7x)...
+    assert rate[32] >= 3 * rate[4], summary
+    # ...onto a plateau below PostgreSQL's CPU limit, not far below: the limit assumes PostgreSQL
+    # has its core to itself, and ab and the driver take a share of it...
+    assert 0.6 * ceiling <= rate[32] <= 1.05 * ceiling, summary
+    # ...where twice the connections change nothing (Little's law alone: 2x).
+    assert 0.85 * rate[32] <= rate[64] <= 1.15 * rate[32], summary
     # PostgreSQL's core is busy at the plateau, and barely at 4 connections.
     pg32 = by_pool[32]["extra"].get("postgres_cpu_utilization")
     pg4 = by_pool[4]["extra"].get("postgres_cpu_utilization")
-    if pg32 is not None and pg4 is not None:
-        assert pg32 > 2 * pg4, (pg4, pg32)
+    assert pg32 is not None and pg4 is not None and pg32 > 2.5 * pg4, (pg4, pg32)
+    assert by_pool[32]["load_cores_busy"] >= 0.8, by_pool[32]["load_cores_busy"]
+    # Identical waits put the connections in lockstep: the same pool serves clearly less.
+    assert len(lockstep) == 1 and lockstep[0]["requests_per_sec"] <= 0.85 * rate[32], summary
 
 
 def test_with_postgres_passes_the_database_and_the_exit_code(isolated):

@@ -22,7 +22,7 @@ import time
 from typing import Iterator
 
 from .. import postgres, report
-from ..errors import UsageError
+from ..errors import ServerFailed, UsageError
 from ..lab import Lab, Prediction, Step
 from ..probe import tree_cpu_seconds
 from ..results import _fmt, machine_line, markdown_table
@@ -31,6 +31,11 @@ VARIANTS = ("default-dispatcher", "database-dispatcher", "oversized-dispatcher",
 # Seconds a sweep step should last, at its Little's-law rate (bounded by --requests).
 SWEEP_SECONDS = 8
 MIN_SWEEP_REQUESTS = 200
+# Name prefix of the sweep's extra step whose waits are all exactly --query-ms.
+LOCKSTEP = "lockstep-pool="
+# Queries /calibrate times (after its warm-up): about a second of PostgreSQL's CPU, read from /proc
+# in 10 ms ticks, so the CPU per query is known to about 1%.
+CALIBRATION_RUNS = 300
 
 
 def parse_pools(text: str) -> tuple[int, ...]:
@@ -42,6 +47,24 @@ def parse_pools(text: str) -> tuple[int, ...]:
         raise UsageError(f"--pools: every pool size must be between 1 and 90 "
                          f"(the throwaway cluster allows 100 connections; got {text!r})")
     return tuple(sorted(set(sizes)))
+
+
+def mean_value_analysis(connections: int, busy_ms: float, cpu_ms: float, cores: int = 1) -> float:
+    """Requests/s of `connections` that each hold a connection for `busy_ms`, of which `cpu_ms` on
+    PostgreSQL's CPU (`cores` of them, shared), the rest waiting (pg_sleep, network).
+
+    Exact mean-value analysis of that closed queueing network, one connection at a time: Little's
+    law gives the queue each new connection finds at the CPU, and the time it then spends there.
+    Several cores: Seidmann's approximation (one core 1/cores as fast, plus the rest as a delay)."""
+    demand = cpu_ms / cores
+    delay = max(busy_ms - cpu_ms, 0.0) + cpu_ms * (cores - 1) / cores
+    queue = 0.0
+    throughput = 0.0
+    for n in range(1, connections + 1):
+        at_cpu = demand * (1 + queue)          # the queue an arriving query finds, then its own work
+        throughput = n / (delay + at_cpu)      # Little's law for the whole loop
+        queue = throughput * at_cpu            # Little's law at the CPU
+    return throughput * 1000.0
 
 
 def postgres_cpu_seconds(postmaster: int) -> float:
@@ -109,6 +132,9 @@ class JdbcDispatcher(Lab):
                            help="run only the four variants, not the sweep")
         parser.add_argument("--pools", default=d["pools"], metavar="N,N",
                             help=f"pool sizes for --sweep (default {d['pools']})")
+        parser.add_argument("--lockstep-pool", type=int, default=d["lockstep_pool"], metavar="N",
+                            help="after the sweep, this pool size once more with every wait exactly --query-ms "
+                                 f"(step lockstep-pool=N; 0: skip it; default {d['lockstep_pool']})")
 
     def params(self, options: argparse.Namespace) -> dict:
         params = super().params(options)
@@ -117,6 +143,8 @@ class JdbcDispatcher(Lab):
             raise UsageError("--connection-timeout-ms must be at least 250 (HikariCP's minimum)")
         if params["query_ms"] < 0:
             raise UsageError("--query-ms must be 0 or more")
+        if not 0 <= params["lockstep_pool"] <= 90:
+            raise UsageError("--lockstep-pool must be between 0 (skip) and 90")
         for key in ("pool_size", "oversized"):
             if params[key] > 90:
                 raise UsageError(f"--{key.replace('_', '-')} must be at most 90 "
@@ -157,6 +185,15 @@ class JdbcDispatcher(Lab):
                               requests=requests, server_props=self._props(size, size), pool="database",
                               keep_alive=True, warmup_requests=max(100, int(rate * 3)),
                               extra={"pool_size": size, "dispatcher_size": size}))
+        size = params["lockstep_pool"]
+        if size:
+            # The same pool with every wait exactly query-ms: the connections fall into lockstep.
+            rate = min(c, size) * 1000.0 / max(params["query_ms"], 1)
+            steps.append(Step(name=f"{LOCKSTEP}{size}", bench_variant="database-dispatcher", concurrency=c,
+                              requests=min(n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS))),
+                              server_props={**self._props(size, size), "lab.query-jitter": "0"},
+                              pool="database", keep_alive=True, warmup_requests=max(100, int(rate * 3)),
+                              extra={"pool_size": size, "dispatcher_size": size, "query_jitter": 0}))
         return steps
 
     def _variant_steps(self, params: dict) -> list[Step]:
@@ -202,26 +239,55 @@ class JdbcDispatcher(Lab):
                     else:
                         os.environ[key] = value
 
+    def inspect_server(self, server) -> dict:
+        """/pools, plus what one query costs: its wall time alone (the app's /calibrate) and, when
+        the driver runs PostgreSQL itself, the CPU PostgreSQL spent per query meanwhile."""
+        pools = server.pools()
+        postmaster = getattr(getattr(self, "_database", None), "pgid", None)
+        before = tree_cpu_seconds(postmaster) if postmaster else None
+        body = server.get(f"/calibrate?runs={CALIBRATION_RUNS}", timeout=60)
+        if not body:
+            raise ServerFailed("the server did not answer /calibrate (timing the query alone); "
+                           "see its log above")
+        calibration = json.loads(body)
+        if before is not None:
+            used = tree_cpu_seconds(postmaster) - before
+            queries = calibration["runs"] + calibration["warmup_runs"]
+            calibration["postgres_cpu_ms"] = round(used * 1000 / queries, 3)
+        pools["calibration"] = calibration
+        return pools
+
     # -- prediction -------------------------------------------------------
     def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
-        """min(c, threads, connections) / (wait + work), and at most what PostgreSQL's CPU allows."""
+        """Two bounds, as in every lab: Little's law for the pool, min(c, threads, connections) /
+        (time a query holds its connection), and PostgreSQL's CPU, cores / (CPU per query).
+        The prediction is the lower of the two; mean-value analysis (Little's law applied to the
+        queue at PostgreSQL's CPU) adds the curve between them."""
         threads = pools["pools"][step.pool]["threads"]
         connections = pools["pools"]["connections"]["threads"]
-        work_ms = float(pools["query_work_ms"])
-        busy_ms = float(pools["query_ms"]) + work_ms
+        calibration = pools["calibration"]
+        alone_ms = float(calibration["median_ms"])
+        busy_ms = float(pools["query_ms"]) + alone_ms
         in_service = min(step.concurrency, threads, connections)
         littles_law = in_service / (busy_ms / 1000.0)
         step.service_ms = round(busy_ms, 3)
-        step.extra.update({"query_work_ms": work_ms, "littles_law_requests_per_sec": round(littles_law, 1)})
+        step.extra.update({"query_alone_ms": alone_ms, "littles_law_requests_per_sec": round(littles_law, 1)})
         why = (f"min({step.concurrency} in flight, {threads} {step.pool}-dispatcher threads, "
-               f"{connections} connections) / ({pools['query_ms']} ms wait + {work_ms:g} ms work)")
-        if params.get("postgres_cpus") is None:
+               f"{connections} connections) / ({pools['query_ms']} ms wait + {alone_ms:g} ms query)")
+        cpu_ms = calibration.get("postgres_cpu_ms")
+        if params.get("postgres_cpus") is None or not cpu_ms:
             return Prediction(round(littles_law, 1), why)
-        ceiling = self._postgres_cores / (work_ms / 1000.0)
-        step.extra["postgres_ceiling_requests_per_sec"] = round(ceiling, 1)
+        cores = self._postgres_cores
+        ceiling = cores / (cpu_ms / 1000.0)
+        step.extra.update({
+            "postgres_cpu_ms_per_query": cpu_ms,
+            "postgres_cores": cores,
+            "postgres_ceiling_requests_per_sec": round(ceiling, 1),
+            "queueing_requests_per_sec": round(mean_value_analysis(in_service, busy_ms, cpu_ms, cores), 1),
+        })
         if ceiling < littles_law:
-            return Prediction(round(ceiling, 1), f"PostgreSQL's CPU: {self._postgres_cores} core(s) / "
-                                                 f"{work_ms:g} ms of work per query (Little's law alone: "
+            return Prediction(round(ceiling, 1), f"PostgreSQL's CPU: {cores} core(s) / "
+                                                 f"{cpu_ms:g} ms of CPU per query (Little's law alone: "
                                                  f"{littles_law:,.0f})")
         return Prediction(round(littles_law, 1), why)
 
@@ -282,7 +348,12 @@ class JdbcDispatcher(Lab):
 
 
 def is_sweep_step(variant: dict) -> bool:
-    return variant["name"].startswith("pool=")
+    """A step of the sweep, the lockstep step included."""
+    return variant["name"].startswith(("pool=", LOCKSTEP))
+
+
+def is_lockstep_step(variant: dict) -> bool:
+    return variant["name"].startswith(LOCKSTEP)
 
 
 def split(results: dict) -> tuple[dict, dict]:
@@ -330,66 +401,121 @@ TABLE_COLUMNS = [
     ("Play CPU", lambda v: f"{v['server_cpu_utilization']:.0%}" if v.get("server_cpu_utilization") is not None else "–", True),
     ("PostgreSQL CPU", lambda v: f"{v['extra']['postgres_cpu_utilization']:.0%}"
      if (v.get("extra") or {}).get("postgres_cpu_utilization") is not None else "–", True),
+    ("its core, all users", lambda v: f"{v['load_cores_busy']:.0%}" if v.get("load_cores_busy") is not None else "–", True),
     ("predicted req/s", lambda v: _fmt(v["predicted_requests_per_sec"], 0), True),
     ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
 ]
 
 SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", "/status p99 ms")]
 SWEEP_COLUMNS[1] = ("pool (connections = threads)", lambda v: _extra(v, "pool_size"), True)
+SWEEP_COLUMNS.insert(-1, ("with queueing req/s", lambda v: _extra(v, "queueing_requests_per_sec"), True))
+
+
+def _sweep_model(results: dict) -> dict:
+    """The sweep's prediction inputs, the median over its servers' calibrations."""
+    variants = sorted((v for v in results["variants"] if not is_lockstep_step(v)),
+                      key=lambda v: v["extra"]["pool_size"])
+    extra = [v["extra"] for v in variants]
+    model = {"variants": variants, "c": results["params"]["concurrency"],
+             "lockstep": [v for v in results["variants"] if is_lockstep_step(v)],
+             "busy_ms": statistics.median(v["service_ms"] for v in variants),
+             "alone_ms": statistics.median(e["query_alone_ms"] for e in extra),
+             "jitter": (results.get("pools") or {}).get("query_jitter")}
+    if all(e.get("postgres_cpu_ms_per_query") for e in extra):
+        model["cpu_ms"] = statistics.median(e["postgres_cpu_ms_per_query"] for e in extra)
+        model["cores"] = extra[0]["postgres_cores"]
+        model["ceiling"] = model["cores"] * 1000.0 / model["cpu_ms"]
+    return model
 
 
 def sweep_summary(results: dict) -> str:
     """The sweep's prediction (from the measured query cost) and what was measured, in sentences."""
-    variants = sorted(results["variants"], key=lambda v: v["extra"]["pool_size"])
-    c = results["params"]["concurrency"]
-    work = statistics.median(v["extra"]["query_work_ms"] for v in variants)
-    busy = statistics.median(v["service_ms"] for v in variants)
-    lines = [f"- Each query held its connection for about {busy:.1f} ms: {results['params']['query_ms']} ms "
-             f"of waiting (pg_sleep) and {work:.2f} ms of real work (EXPLAIN ANALYZE's execution time, "
-             "measured by each server at start-up; the median over the servers)."]
-    ceilings = [v["extra"].get("postgres_ceiling_requests_per_sec") for v in variants]
-    if all(ceilings):
-        ceiling = statistics.median(ceilings)
-        knee = ceiling * busy / 1000.0
-        lines.append(f"- One core of PostgreSQL can execute about {ceiling:,.0f} such queries a second "
-                     f"(1 core / {work:.2f} ms), so Little's law meets that limit at a pool of about "
-                     f"{knee:.0f} connections ({ceiling:,.0f}/s x {busy:.1f} ms): below it the pool is the "
-                     "bottleneck, above it PostgreSQL's CPU is.")
+    m = _sweep_model(results)
+    variants, c, busy = m["variants"], m["c"], m["busy_ms"]
+    wait = f"{results['params']['query_ms']} ms of waiting (pg_sleep"
+    wait += f", varied by ±{m['jitter']:.0%})" if m.get("jitter") else ")"
+    lines = [f"- Each query held its connection for about {busy:.1f} ms: {wait} and {m['alone_ms']:.2f} ms for "
+             "the rest of its database work: a connection from the pool, the two statements, the answer (the "
+             "median wall time of that work with no wait, run alone by each server at start-up; the median "
+             "over the servers)."]
+    if "ceiling" in m:
+        knee = m["ceiling"] * busy / 1000.0
+        lines.append(f"- While that work was timed alone, PostgreSQL spent {m['cpu_ms']:.2f} ms of CPU per request, so "
+                     f"{m['cores']} core(s) can execute at most about {m['ceiling']:,.0f} queries a second. "
+                     f"Little's law meets that limit at a pool of about {knee:.0f} connections "
+                     f"({m['ceiling']:,.0f}/s x {busy:.1f} ms): below it the pool is the bottleneck, above it "
+                     "PostgreSQL's CPU is.")
     best = max(variants, key=lambda v: v["requests_per_sec"])
     lines.append(f"- Measured at {c} requests in flight: from {variants[0]['requests_per_sec']:,.0f} requests/s "
                  f"with {variants[0]['extra']['pool_size']} connections to at most "
                  f"{best['requests_per_sec']:,.0f} requests/s (with {best['extra']['pool_size']}); "
                  f"{variants[-1]['extra']['pool_size']} connections gave {variants[-1]['requests_per_sec']:,.0f} "
                  f"requests/s with a p99 of {variants[-1]['p99_ms']:,.0f} ms.")
+    if "ceiling" in m:
+        plateau = [v for v in variants if v["extra"]["littles_law_requests_per_sec"] > m["ceiling"]]
+        if plateau:
+            lines.append("- Where the prediction is PostgreSQL's CPU limit, the measurements reached "
+                         + ", ".join(f"{v['requests_per_sec'] / m['ceiling']:.0%} of it at pool={v['extra']['pool_size']}"
+                                     for v in plateau) + ".")
+            shared = [v for v in plateau if v.get("load_cores_busy") is not None
+                      and v["extra"].get("postgres_cpu_utilization") is not None]
+            if shared:
+                lines.append("- There, the core PostgreSQL shares with ab was "
+                             + ", ".join(f"{v['load_cores_busy']:.0%} busy at pool={v['extra']['pool_size']} "
+                                         f"(PostgreSQL itself {v['extra']['postgres_cpu_utilization']:.0%})"
+                                         for v in shared)
+                             + ": the rest went to ab, the driver and the kernel's network work.")
     cpu = [(v["extra"]["pool_size"], v["extra"].get("postgres_cpu_utilization")) for v in variants]
     if all(u is not None for _, u in cpu):
         lines.append("- PostgreSQL's CPU use (one core = 100%): "
                      + ", ".join(f"{u:.0%} at pool={n}" for n, u in cpu) + ".")
+    by_size = {v["extra"]["pool_size"]: v for v in variants}
+    for lock in m["lockstep"]:
+        size = lock["extra"]["pool_size"]
+        line = (f"- With every wait exactly {results['params']['query_ms']} ms (step {lock['name']}), "
+                f"{size} connections served {lock['requests_per_sec']:,.0f} requests/s")
+        if size in by_size:
+            varied = by_size[size]
+            line += (f", against {varied['requests_per_sec']:,.0f} with varied waits: "
+                     f"{lock['requests_per_sec'] / varied['requests_per_sec']:.0%} of it")
+        pg = lock["extra"].get("postgres_cpu_utilization")
+        lines.append(line + (f", while PostgreSQL's core was {pg:.0%} busy." if pg is not None else "."))
     return "\n".join(lines) + "\n"
 
 
 def sweep_figure(results: dict) -> str:
-    """Throughput (top) and p99 latency (bottom) against pool size, with the predictions."""
-    variants = sorted(results["variants"], key=lambda v: v["extra"]["pool_size"])
-    c = results["params"]["concurrency"]
-    rows = "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f} {v["p99_ms"]:.1f}'
+    """Throughput (top) and latency (bottom) against pool size, with the predictions."""
+    m = _sweep_model(results)
+    variants, c, busy = m["variants"], m["c"], m["busy_ms"]
+    rows = "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f} {v["mean_ms"]:.1f} {v["p99_ms"]:.1f}'
                      for v in variants)
-    ceilings = [v["extra"].get("postgres_ceiling_requests_per_sec") for v in variants]
-    ceiling = statistics.median(ceilings) if all(ceilings) else None
-    work = statistics.median(v["extra"]["query_work_ms"] for v in variants)
-    busy = statistics.median(v["service_ms"] for v in variants)
     sizes = [v["extra"]["pool_size"] for v in variants]
-    top = max([v["requests_per_sec"] for v in variants] + ([ceiling] if ceiling else [])) * 1.5
-    ceiling_plot = (f', ceiling(x) with lines dashtype 2 linewidth 2 linecolor rgb "#d62728" '
-                    f'title "PostgreSQL CPU limit: 1 core / {work:.2f} ms of work"') if ceiling else ""
-    script = report.svg_header(760, 640) + f"""
+    low, high = min(sizes) / 1.3, max(sizes) * 1.3
+    lockstep_rows = "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f}' for v in m["lockstep"])
+    lockstep_plot = (', $lockstep using 1:2 with points pointtype 2 pointsize 2 linewidth 2 linecolor rgb "#d62728" '
+                     f'title "measured, every wait exactly {results["params"]["query_ms"]} ms"') if m["lockstep"] else ""
+    ceiling = m.get("ceiling")
+    # The queueing curve, and Little's law for the latency it implies (c requests in flight).
+    curve = ""
+    if ceiling:
+        points = sorted({max(1, round(low * (high / low) ** (i / 120))) for i in range(121)})
+        curve = "\n".join(f"{n} {x:.2f} {c * 1000.0 / x:.2f}" for n in points
+                          for x in [mean_value_analysis(min(n, c), busy, m["cpu_ms"], m["cores"])])
+    top = max([v["requests_per_sec"] for v in variants] + ([ceiling] if ceiling else [])) * 2.0
+    extra_plots = (f', ceiling(x) with lines dashtype 2 linewidth 2 linecolor rgb "#d62728" '
+                   f'title "PostgreSQL CPU limit: {m["cores"]} core / {m["cpu_ms"]:.2f} ms per query", '
+                   f'$queueing using 1:2 with lines linewidth 2 dashtype 3 linecolor rgb "#2ca02c" '
+                   f'title "with queueing at the CPU (mean-value analysis)"') if ceiling else ""
+    latency_model = (', $queueing using 1:3 with lines linewidth 2 dashtype 3 linecolor rgb "#2ca02c" '
+                     f'title "Little\'s law: {c} / predicted throughput"') if ceiling else ""
+    script = report.svg_header(760, 660) + f"""
 set multiplot layout 2,1 title "Lab 03 sweep: {c} requests in flight, {results['params']['query_ms']} ms of database wait per query"
 set logscale x 2
-set xrange [{min(sizes) / 1.3:.2f}:{max(sizes) * 1.3:.2f}]
+set xrange [{low:.2f}:{high:.2f}]
 set xtics ({", ".join(str(s) for s in sizes)})
 set grid
 set samples 400
-set key bottom right
+set key top left Left reverse
 set ylabel "requests per second"
 set yrange [0:{top:.0f}]
 littles(x) = (x < {c} ? x : {c}) * 1000.0 / {busy:.3f}
@@ -397,13 +523,20 @@ ceiling(x) = {ceiling or 0:.1f}
 $data << EOD
 {rows}
 EOD
-plot littles(x) with lines linewidth 2 linecolor rgb "#999999" title "Little's law: min({c}, pool) / {busy:.1f} ms"{ceiling_plot}, \\
-     $data using 1:2 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "measured"
+$queueing << EOD
+{curve}
+EOD
+$lockstep << EOD
+{lockstep_rows}
+EOD
+plot littles(x) with lines linewidth 2 linecolor rgb "#999999" title "Little's law: min({c}, pool) / {busy:.1f} ms"{extra_plots}, \\
+     $data using 1:2 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "measured"{lockstep_plot}
 set xlabel "pool size (connections = database.dispatcher threads)"
-set ylabel "p99 latency (ms)"
+set ylabel "latency (ms)"
 set yrange [0:*]
 set key top right
-plot $data using 1:3 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#ff7f0e" title "measured p99"
+plot $data using 1:3 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "measured mean", \\
+     $data using 1:4 with linespoints pointtype 5 pointsize 1.0 linewidth 2 linecolor rgb "#ff7f0e" title "measured p99"{latency_model}
 unset multiplot
 """
     return report.gnuplot_svg(script)
@@ -415,5 +548,6 @@ LAB = JdbcDispatcher(
     summary="A real PostgreSQL query on the default dispatcher, on database.dispatcher, and with pools too big; "
             "then a sweep over pool sizes.",
     defaults={"concurrency": 64, "requests": 1500, "pool_size": 20, "query_ms": 80,
-              "connection_timeout_ms": 250, "oversized": 64, "sweep": "also", "pools": "2,4,8,16,32,64"},
+              "connection_timeout_ms": 250, "oversized": 64, "sweep": "also", "pools": "2,4,8,16,32,64",
+              "lockstep_pool": 32},
 )

@@ -46,8 +46,22 @@ class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, db: 
     }
     val report = dispatchers ++ Json.obj("pools" -> ((dispatchers \ "pools").as[JsObject] + ("connections" -> connections)))
     Ok(report ++ Json.obj(
-      "query_ms"      -> sales.queryMillis,
-      "query_work_ms" -> BigDecimal(sales.measureQueryWorkMillis(31)).setScale(3, BigDecimal.RoundingMode.HALF_UP),
-      "postgresql"    -> postgres))
+      "query_ms"     -> sales.queryMillis,
+      "query_jitter" -> sales.queryJitter,
+      "postgresql"   -> postgres))
+  }
+
+  /** A request's database work with no wait, `runs` times in a row: its cost alone (see SalesRepository.timeRequests). */
+  def calibrate(runs: Int) = Action {
+    if (runs < 1 || runs > 5000) BadRequest(Json.obj("error" -> "runs must be 1..5000"))
+    else {
+      val millis = sales.timeRequests(runs).sorted
+      def rounded(ms: Double) = BigDecimal(ms).setScale(3, BigDecimal.RoundingMode.HALF_UP)
+      Ok(Json.obj(
+        "runs"        -> runs,
+        "warmup_runs" -> SalesRepository.CALIBRATION_WARMUP_RUNS,
+        "median_ms" -> rounded(millis(runs / 2)),
+        "mean_ms"   -> rounded(millis.sum / runs)))
+    }
   }
 }

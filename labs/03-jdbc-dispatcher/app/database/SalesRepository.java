@@ -17,19 +17,30 @@ import play.db.Database;
 @Singleton
 public class SalesRepository {
   public static final int REGIONS = 16;
+  /** Unmeasured runs of the query before timeQueries measures: PostgreSQL's caches warm up. */
+  public static final int CALIBRATION_WARMUP_RUNS = 10;
 
   private final Database db;
   private final long queryMillis;
+  private final double queryJitter;
   private final AtomicLong connectionTimeouts = new AtomicLong();
 
   @Inject
   public SalesRepository(Database db, Config config) {
     this.db = db;
     this.queryMillis = config.getLong("lab.query-ms");
+    this.queryJitter = config.getDouble("lab.query-jitter");
+    if (queryJitter < 0 || queryJitter > 1) {
+      throw new IllegalArgumentException("lab.query-jitter must be between 0 and 1, not " + queryJitter);
+    }
   }
 
   public long queryMillis() {
     return queryMillis;
+  }
+
+  public double queryJitter() {
+    return queryJitter;
   }
 
   /** Requests that gave up waiting for a connection (HikariCP's connectionTimeout). */
@@ -48,10 +59,14 @@ public class SalesRepository {
     }
   }
 
+  public RegionReport regionReport(int region) {
+    return regionReport(region, queryMillis, queryJitter);
+  }
+
   // ANCHOR: query
   // Blocks the calling thread twice over: first until HikariCP hands it a
   // connection, then for the whole round trip to PostgreSQL.
-  public RegionReport regionReport(int region) {
+  private RegionReport regionReport(int region, long waitMillis, double jitter) {
     Connection connection;
     try {
       connection = db.getConnection();
@@ -65,9 +80,9 @@ public class SalesRepository {
       throw e;
     }
     try (connection) {
-      waitInDatabase(connection);
+      waitInDatabase(connection, waitMillis, jitter);
       return new RegionReport(
-          region, Thread.currentThread().getName(), queryMillis, categories(connection, region));
+          region, Thread.currentThread().getName(), waitMillis, categories(connection, region));
     } catch (SQLException e) {
       throw new IllegalStateException("the sales query failed: " + e.getMessage(), e);
     }
@@ -76,13 +91,16 @@ public class SalesRepository {
 
   // ANCHOR: latency
   // The database's latency, made on the database's side: the connection is
-  // busy (and PostgreSQL's backend idle) for query-ms, as when it waits for a disk.
-  private void waitInDatabase(Connection connection) throws SQLException {
-    if (queryMillis <= 0) {
-      return;
-    }
-    try (PreparedStatement sleep = connection.prepareStatement("SELECT pg_sleep(?)")) {
-      sleep.setDouble(1, queryMillis / 1000.0);
+  // busy (and PostgreSQL's backend idle) for about query-ms, as when it waits
+  // for a disk. Real waits vary, and so does this one: uniformly within
+  // query-ms x (1 +/- query-jitter). Identical waits would make the
+  // connections march in lockstep (chapter 3 shows what that costs).
+  private static void waitInDatabase(Connection connection, long millis, double jitter)
+      throws SQLException {
+    try (PreparedStatement sleep =
+        connection.prepareStatement("SELECT pg_sleep(? / 1000.0 * (1 + ? * (2 * random() - 1)))")) {
+      sleep.setLong(1, millis);
+      sleep.setDouble(2, jitter);
       sleep.execute();
     }
   }
@@ -97,31 +115,24 @@ public class SalesRepository {
       ORDER BY revenue DESC""";
 
   /**
-   * What the query itself costs PostgreSQL, without the pg_sleep: the median
-   * executor time of EXPLAIN ANALYZE over a few runs. The lab driver's
-   * prediction uses it for the time a connection is busy and for how many
-   * queries a second PostgreSQL's CPU can execute.
+   * What one request costs when nothing else runs: exactly what a request
+   * does (a connection from the pool, the pg_sleep statement, the query) but
+   * with a wait of 0, `runs` times one after another, after a few unmeasured
+   * runs. Returns each run's wall-clock milliseconds. The lab driver reads
+   * PostgreSQL's CPU time around this call: the CPU each request needs there,
+   * which caps how many PostgreSQL can serve.
    */
-  public double measureQueryWorkMillis(int runs) {
-    return db.withConnection(
-        connection -> {
-          double[] millis = new double[runs];
-          try (PreparedStatement explain =
-              connection.prepareStatement(
-                  "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + CATEGORY_SALES)) {
-            for (int i = 0; i < runs; i++) {
-              explain.setInt(1, 1 + i % REGIONS);
-              try (ResultSet result = explain.executeQuery()) {
-                result.next();
-                com.fasterxml.jackson.databind.JsonNode plan =
-                    play.libs.Json.parse(result.getString(1)).get(0);
-                millis[i] = plan.get("Execution Time").asDouble();
-              }
-            }
-          }
-          java.util.Arrays.sort(millis);
-          return millis[runs / 2];
-        });
+  public double[] timeRequests(int runs) {
+    for (int i = 0; i < CALIBRATION_WARMUP_RUNS; i++) {
+      regionReport(1 + i % REGIONS, 0, 0);
+    }
+    double[] millis = new double[runs];
+    for (int i = 0; i < runs; i++) {
+      long start = System.nanoTime();
+      regionReport(1 + i % REGIONS, 0, 0);
+      millis[i] = (System.nanoTime() - start) / 1e6;
+    }
+    return millis;
   }
 
   private static List<CategorySales> categories(Connection connection, int region)

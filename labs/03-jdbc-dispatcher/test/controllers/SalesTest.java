@@ -71,11 +71,32 @@ public class SalesTest {
   }
 
   @Test
-  public void theDatabaseWaitIsReal() throws Exception {
-    long started = System.nanoTime();
-    json("/sales?region=1");
-    long elapsedMs = (System.nanoTime() - started) / 1_000_000;
-    assertTrue("took " + elapsedMs + " ms, less than pg_sleep's " + QUERY_MS, elapsedMs >= QUERY_MS);
+  public void theDatabaseWaitIsRealAndVaries() throws Exception {
+    // query-jitter is 0.5 by default: each wait is uniform in QUERY_MS x (1 +/- 0.5).
+    double shortest = Double.MAX_VALUE, longest = 0, total = 0;
+    int requests = 12;
+    for (int i = 0; i < requests; i++) {
+      long started = System.nanoTime();
+      json("/sales?region=1");
+      double elapsedMs = (System.nanoTime() - started) / 1e6;
+      shortest = Math.min(shortest, elapsedMs);
+      longest = Math.max(longest, elapsedMs);
+      total += elapsedMs;
+    }
+    assertTrue("fastest took " + shortest + " ms, less than pg_sleep's least", shortest >= QUERY_MS * 0.5);
+    assertTrue("mean " + total / requests + " ms, far below pg_sleep's mean", total / requests >= QUERY_MS * 0.75);
+    // Twelve identical waits would all fall within a few ms of each other.
+    assertTrue("waits did not vary: " + shortest + ".." + longest + " ms", longest - shortest >= QUERY_MS * 0.2);
+  }
+
+  @Test
+  public void calibrateTimesTheQueryAlone() throws Exception {
+    JsonNode calibration = json("/calibrate?runs=7");
+    assertEquals(7, calibration.get("runs").asInt());
+    double median = calibration.get("median_ms").asDouble();
+    // Without pg_sleep: real work, but far less than the wait.
+    assertTrue("median " + median + " ms", median > 0 && median < QUERY_MS);
+    assertEquals(400, LabDatabase.get(server, "/calibrate?runs=0").statusCode());
   }
 
   @Test
@@ -103,7 +124,7 @@ public class SalesTest {
     assertEquals(3, pools.at("/pools/connections/threads").asInt());
     assertEquals(400, pools.at("/pools/connections/connection_timeout_ms").asInt());
     assertEquals(QUERY_MS, pools.get("query_ms").asInt());
-    assertTrue(pools.get("query_work_ms").asDouble() > 0);
+    assertEquals(0.5, pools.get("query_jitter").asDouble(), 1e-9);
     assertTrue(pools.at("/postgresql/version").asText().startsWith("PostgreSQL"));
     assertTrue(pools.at("/postgresql/settings/max_connections").asInt() > 0);
     // Akka's default: parallelism = clamp(cores * 1.0, 8, 64).

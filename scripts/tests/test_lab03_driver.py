@@ -1,0 +1,34 @@
+"""Lab 03's prediction: the bounds, and the queueing curve between them (no server needed)."""
+
+import pytest
+
+from pul.labs.lab03 import mean_value_analysis
+
+
+def test_one_connection_is_never_queued():
+    # 84 ms per request, nobody to queue behind: 1000 / 84.
+    assert mean_value_analysis(1, busy_ms=84.0, cpu_ms=4.0) == pytest.approx(1000 / 84.0)
+
+
+@pytest.mark.parametrize("connections", [2, 4, 8, 16, 21, 32, 64])
+def test_never_above_either_bound(connections):
+    rate = mean_value_analysis(connections, busy_ms=84.0, cpu_ms=4.0)
+    assert rate <= connections * 1000 / 84.0 + 1e-9
+    assert rate <= 1000 / 4.0 + 1e-9
+
+
+def test_rises_with_the_pool_then_flattens_at_the_cpu_limit():
+    rates = [mean_value_analysis(n, busy_ms=84.0, cpu_ms=4.0) for n in (2, 4, 8, 16, 32, 64, 128)]
+    assert rates == sorted(rates)
+    # Well below the knee (84 / 4 = 21 connections) it follows Little's law...
+    assert rates[1] == pytest.approx(4 * 1000 / 84.0, rel=0.02)
+    # ...at the knee queueing costs some 15-20%, and far beyond it the CPU limit is reached.
+    at_knee = mean_value_analysis(21, busy_ms=84.0, cpu_ms=4.0)
+    assert 0.75 * 250 < at_knee < 0.9 * 250
+    assert rates[-1] == pytest.approx(250, rel=0.001)
+
+
+def test_two_cores_double_the_ceiling():
+    assert mean_value_analysis(200, busy_ms=84.0, cpu_ms=4.0, cores=2) == pytest.approx(500, rel=0.01)
+    # and give the same answer as one core while nobody queues
+    assert mean_value_analysis(1, busy_ms=84.0, cpu_ms=4.0, cores=2) == pytest.approx(1000 / 84.0)
