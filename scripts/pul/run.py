@@ -66,7 +66,7 @@ def pinning(options: RunOptions) -> dict:
 
 
 @contextlib.contextmanager
-def bench_lock(progress: Progress):
+def bench_lock(progress: Progress, why_waiting: str = ""):
     """One measurement at a time per machine: two at once would measure each other."""
     if os.environ.get("PUL_BENCH_LOCK_HELD") == "1":
         yield
@@ -75,7 +75,8 @@ def bench_lock(progress: Progress):
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            progress.step(f"waiting for another measurement on this machine to finish (lock {LOCK_PATH})")
+            progress.step(f"waiting for another measurement on this machine to finish (lock {LOCK_PATH})"
+                          + why_waiting)
             fcntl.flock(handle, fcntl.LOCK_EX)
         os.environ["PUL_BENCH_LOCK_HELD"] = "1"
         try:
@@ -325,8 +326,11 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     work_dir = lab.dir / "target" / "pul"
     variants: list[dict] = []
     pools_seen: dict = {}
+    # `scripts/lab serve` holds the lock as long as it serves: on the same machine, this run would wait.
+    same_machine = remote and remote.host in ("127.0.0.1", "::1", "localhost")
     try:
-        with bench_lock(progress):
+        with bench_lock(progress, ". If that is `scripts/lab serve`, it holds the lock while it serves: "
+                        "load it from another machine" if same_machine else ""):
             # A remote server's build and services (lab 03's database) belong to its machine.
             script = None if remote else build(lab.dir, children, progress, force=options.rebuild)
             services = contextlib.nullcontext({}) if remote else lab.services(Context(children, progress, work_dir))

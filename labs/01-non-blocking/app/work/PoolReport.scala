@@ -2,7 +2,8 @@ package work
 
 import akka.dispatch.ThreadPoolConfig
 import com.typesafe.config.Config
-import play.api.libs.json.{JsObject, Json}
+import java.lang.management.ManagementFactory
+import play.api.libs.json.{JsNull, JsNumber, JsObject, JsString, JsValue, Json}
 
 import scala.jdk.CollectionConverters._
 
@@ -39,10 +40,36 @@ object PoolReport {
   def liveThreads(dispatcherPath: String): Int =
     Thread.getAllStackTraces.keySet.asScala.count(_.getName.contains(dispatcherPath))
 
+  /**
+   * CPU time the whole JVM has used so far, in seconds (null where the JVM cannot tell).
+   * The driver reads it before and after a run when the load comes from another machine,
+   * whose /proc cannot see this process.
+   */
+  def processCpuSeconds: JsValue = ManagementFactory.getOperatingSystemMXBean match {
+    case os: com.sun.management.OperatingSystemMXBean if os.getProcessCpuTime >= 0 =>
+      JsNumber(BigDecimal(os.getProcessCpuTime, 9)) // nanoseconds
+    case _ => JsNull
+  }
+
+  /**
+   * The -Dkey=value options this JVM was started with, secrets left out: a driver on another
+   * machine compares them with the set-up it means to measure.
+   */
+  def commandLineProperties: JsObject = JsObject(
+    ManagementFactory.getRuntimeMXBean.getInputArguments.asScala.toSeq
+      .filter(_.startsWith("-D"))
+      .map(_.drop(2).split("=", 2))
+      .collect {
+        case Array(key, value) if !Seq("secret", "password").exists(key.toLowerCase.contains) =>
+          key -> JsString(value)
+      })
+
   /** The JSON the lab driver reads: `pools.NAME.threads` feeds the prediction. */
   def json(config: Config, pools: Map[String, String]): JsObject = {
     val cores = Runtime.getRuntime.availableProcessors
     Json.obj(
+      "process_cpu_seconds" -> processCpuSeconds,
+      "properties" -> commandLineProperties,
       "available_processors" -> cores,
       "pools" -> JsObject(pools.toSeq.map { case (name, path) =>
         val (executor, size) = threads(config, path, cores)

@@ -47,6 +47,7 @@ public class Diagnostics extends Controller {
     report.put("available_processors", Runtime.getRuntime().availableProcessors());
     report.set("pools", pools);
     report.put("work_ms", work.millis());
+    PoolReport.addProcess(report);
     return ok(report);
   }
 

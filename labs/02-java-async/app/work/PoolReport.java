@@ -3,6 +3,9 @@ package work;
 import akka.dispatch.ThreadPoolConfig;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.typesafe.config.Config;
+import java.lang.management.ManagementFactory;
+import java.lang.management.OperatingSystemMXBean;
+import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
@@ -46,6 +49,31 @@ public final class PoolReport {
     node.put("executor", executor);
     node.put("threads", threads);
     return node;
+  }
+
+  /**
+   * Adds what a driver on another machine needs: `process_cpu_seconds`, the CPU time the
+   * whole JVM has used so far (its /proc cannot see this process), and `properties`, the
+   * -Dkey=value options this JVM was started with, secrets left out, to compare with the
+   * set-up it means to measure.
+   */
+  public static void addProcess(ObjectNode report) {
+    OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+    long nanos = os instanceof com.sun.management.OperatingSystemMXBean
+        ? ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime() : -1;
+    if (nanos >= 0) {
+      report.put("process_cpu_seconds", java.math.BigDecimal.valueOf(nanos, 9));
+    } else {
+      report.putNull("process_cpu_seconds");
+    }
+    ObjectNode properties = report.putObject("properties");
+    for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+      String[] keyValue = arg.startsWith("-D") ? arg.substring(2).split("=", 2) : new String[0];
+      String key = keyValue.length == 2 ? keyValue[0].toLowerCase(Locale.ROOT) : "";
+      if (keyValue.length == 2 && !key.contains("secret") && !key.contains("password")) {
+        properties.put(keyValue[0], keyValue[1]);
+      }
+    }
   }
 
   // ANCHOR: commonpool-report
