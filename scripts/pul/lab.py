@@ -40,6 +40,12 @@ class Step:
     probe: str | None = None
     keep_alive: bool = False
     warmup_requests: int | None = None
+    # Warm-up rounds repeat until two in a row agree within `warmup_settled` (a share), after at
+    # least `warmup_min_rounds` and at most `warmup_max_rounds`. CPU-bound steps need it tighter:
+    # the JIT keeps speeding the server up for tens of seconds.
+    warmup_settled: float = 0.10
+    warmup_min_rounds: int = 2
+    warmup_max_rounds: int = 6
     # Measured runs of this step, each with every tool in load_tools ("ab", "wrk"). With more than
     # one run, the variant's numbers come from the median run of the first tool, and every run is
     # kept under extra["runs"] (spread, and whether ab or the server was the limit).

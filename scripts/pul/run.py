@@ -23,8 +23,6 @@ from .progress import Progress
 from .remote import RemoteServer, Skipped, describe_skipped, server_properties
 from .server import Server, build, check_port, free_port
 
-WARMUP_MAX_ROUNDS = 6
-WARMUP_SETTLED = 0.10  # two rounds within 10% of each other: warm enough
 LOCK_PATH = Path(tempfile.gettempdir()) / "play-under-load.bench.lock"
 
 
@@ -139,17 +137,18 @@ def _bench(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict,
 
 def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
             children: Children, progress: Progress) -> None:
-    """Repeat warm-up rounds until two in a row agree within 10% (at most 6)."""
+    """Repeat warm-up rounds until two in a row agree (see Step.warmup_settled)."""
     warmup = options.warmup if options.warmup is not None else (
         step.warmup_requests if step.warmup_requests is not None else max(200, step.requests // 5))
     previous = None
-    for round_number in range(1, WARMUP_MAX_ROUNDS + 1 if warmup > 0 else 1):
+    for round_number in range(1, step.warmup_max_rounds + 1 if warmup > 0 else 1):
         progress.step(f"{step.name}: warm-up round {round_number} ({warmup} requests, c={step.concurrency})")
         run = _bench(lab, step, server, options, pin, children, warmup, raw_dir / f"{step.name}.warmup.txt")
         run.wait(progress, server.alive, "warm-up")
         _check_alive(server, step)
         rate = run.result().requests_per_sec
-        if previous is not None and abs(rate - previous) <= WARMUP_SETTLED * previous:
+        if (previous is not None and round_number >= step.warmup_min_rounds
+                and abs(rate - previous) <= step.warmup_settled * previous):
             return
         previous = rate
 
@@ -189,8 +188,8 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
             output = raw_dir / (f"{step.name}.ab.txt" if single else f"{step.name}.{tool}.{repetition}.txt")
             cpu_before, clock_before = server.cpu_seconds(), time.monotonic()
             load_before, idle_before = _children_cpu_seconds(), _idle_seconds(pin["server_cpus"])
-            main = _bench(lab, step, server, options, pin, children, step.requests, output, tool)
             load_idle_before = _idle_seconds(pin["load_cpus"])
+            main = _bench(lab, step, server, options, pin, children, step.requests, output, tool)
             if poller and not poller.is_alive() and not runs:
                 poller.start()
             main.wait(progress, server.alive)
@@ -198,9 +197,9 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
             # ab/wrk have been waited for: their CPU time is now in RUSAGE_CHILDREN.
             load_used = _children_cpu_seconds() - load_before
             idle_after = _idle_seconds(pin["server_cpus"])
-            cores = len(_cpu_set(pin["server_cpus"])) if pin["server_cpus"] else 1
             load_idle_after = _idle_seconds(pin["load_cpus"])
             load_cores = len(_cpu_set(pin["load_cpus"])) if pin["load_cpus"] else 1
+            cores = len(_cpu_set(pin["server_cpus"])) if pin["server_cpus"] else 1
             _check_alive(server, step)
             cpu = {"cpu_seconds": round(cpu_used, 2),
                    "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None,
@@ -234,8 +233,8 @@ def run_record(result: AbResult, cpu: dict, output: Path, tool: str, repetition:
         "load_cpu_seconds": cpu["load_cpu_seconds"], "load_cpu_utilization": cpu["load_utilization"],
         # Share of the server's cores left idle: low with low server utilisation = others took them.
         "server_cores_idle": cpu["server_cores_idle"],
-        "output": str(output.relative_to(results_dir)),
         "load_cores_busy": cpu.get("load_cores_busy"),
+        "output": str(output.relative_to(results_dir)),
     }
 
 
@@ -279,9 +278,9 @@ def variant_record(lab: Lab, step: Step, ab: AbResult, probe: dict | None, cpu: 
         "server_cpu_seconds": cpu["cpu_seconds"],
         "server_cpu_utilization": cpu["utilization"],
         "server_cpu_ms_per_request": round(cpu["cpu_seconds"] * 1000 / ab.complete, 3) if ab.complete else None,
-        "probe": None if probe is None else {"path": step.probe, **probe},
         # Share of the load generator's cores busy with anything (None: not pinned).
         "load_cores_busy": cpu.get("load_cores_busy"),
+        "probe": None if probe is None else {"path": step.probe, **probe},
         "extra": {k: v for k, v in step.extra.items() if k != "bench_env"},
     }
     return record

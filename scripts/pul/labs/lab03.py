@@ -155,6 +155,12 @@ class JdbcDispatcher(Lab):
         else:
             self._postgres_cpus = getattr(options, "load_cpus", None) or "1"
         from_url = bool(os.environ.get("DATABASE_URL", "").strip())
+        if getattr(options, "target", None):
+            # `--target`: the server and its database are on the other machine (scripts/lab serve 03
+            # started them); their CPU cannot be read from here, so only Little's law is predicted.
+            params["database"] = "the target's"
+            params["postgres_cpus"] = None
+            return params
         params["database"] = "DATABASE_URL" if from_url else "throwaway"
         params["postgres_cpus"] = None if from_url else self._postgres_cpus
         return params
@@ -373,6 +379,8 @@ def _cpu_list(cpus: str) -> set[int]:
 def _where(params: dict) -> str:
     if params.get("database") == "DATABASE_URL":
         return "the database in DATABASE_URL"
+    if params.get("database") == "the target's":
+        return "the database of the server under test (--target), on another machine"
     cpus = params.get("postgres_cpus")
     return ("a throwaway cluster " + (f"pinned to CPU {cpus} (beside ab)" if cpus else "(not pinned)"))
 
