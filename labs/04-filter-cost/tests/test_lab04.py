@@ -1,6 +1,7 @@
 """Lab 04, measured for real: plain Filters cost more than EssentialFilters, and more of them cost more.
 
-A short run (three set-ups with eight filters or none, a few seconds each) on a
+A short run (three set-ups with eight filters or none, and the baseline on a
+fresh server at the start and at the end, a few seconds each) on a
 shared two-core machine: the assertions check the direction and rough size of
 the effect the chapter teaches, with margins that survive noise. The driver
 itself checks, after each step, that the server ran the set-up being measured
@@ -17,7 +18,7 @@ from pul.testing import by_name, run_lab
 CHAIN = 8
 SMOKE = ("--chain-lengths", f"1,{CHAIN}", "--repeat", "3", "--seconds", "2",
          "--variant", "none", "--variant", "plain-x1", "--variant", f"plain-x{CHAIN}",
-         "--variant", f"essential-x{CHAIN}")
+         "--variant", f"essential-x{CHAIN}", "--variant", "none-again")
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def smoke(tmp_path_factory):
 
 def test_every_set_up_ran_with_both_tools_and_no_errors(smoke):
     variants = by_name(smoke)
-    assert set(variants) == {"none", "plain-x1", f"plain-x{CHAIN}", f"essential-x{CHAIN}"}
+    assert set(variants) == {"none", "plain-x1", f"plain-x{CHAIN}", f"essential-x{CHAIN}", "none-again"}
     for v in variants.values():
         runs = v["extra"]["runs"]
         assert sorted(r["tool"] for r in runs) == ["ab"] * 3 + ["wrk"] * 3, v["name"]
@@ -60,3 +61,13 @@ def test_the_spread_of_repeated_runs_is_recorded(smoke):
     for tool in ("ab", "wrk"):
         assert summary[tool]["runs"] == 3
         assert summary[tool]["min"] <= summary[tool]["median"] <= summary[tool]["max"]
+
+
+def test_the_baseline_repeats_on_a_fresh_server(smoke):
+    # The same set-up on two servers started minutes apart: the warm-up must have reached the
+    # same steady state both times (the chapter asks for 10% on a quiet machine; 15% here, where
+    # the test shares the machine with the rest of the suite).
+    tools_ = analyse(smoke)["tools"]
+    for tool in ("ab", "wrk"):
+        first, again = tools_["none"][tool]["median"], tools_["none-again"][tool]["median"]
+        assert abs(first - again) <= 0.15 * max(first, again), (tool, first, again)
