@@ -471,11 +471,12 @@ def sweep_summary(results: dict) -> str:
             shared = [v for v in plateau if v.get("load_cores_busy") is not None
                       and v["extra"].get("postgres_cpu_utilization") is not None]
             if shared:
-                lines.append("- There, the core PostgreSQL shares with ab was "
-                             + ", ".join(f"{v['load_cores_busy']:.0%} busy at pool={v['extra']['pool_size']} "
+                lines.append("- There, the core PostgreSQL shares with ab was busy "
+                             + ", ".join(f"{v['load_cores_busy']:.0%} of the time at pool={v['extra']['pool_size']} "
                                          f"(PostgreSQL itself {v['extra']['postgres_cpu_utilization']:.0%})"
                                          for v in shared)
-                             + ": the rest went to ab, the driver and the kernel's network work.")
+                             + ": PostgreSQL's share divided by its CPU per request gives the plateau, and the "
+                               "difference to 100% is what the plateau misses of the limit.")
     cpu = [(v["extra"]["pool_size"], v["extra"].get("postgres_cpu_utilization")) for v in variants]
     if all(u is not None for _, u in cpu):
         lines.append("- PostgreSQL's CPU use (one core = 100%): "
