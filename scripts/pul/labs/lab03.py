@@ -115,6 +115,8 @@ class JdbcDispatcher(Lab):
         self._postgres_cpus: str | None = None
         self._meter: CpuMeter | None = None
         self._postgres_cores = 1
+        # The database of the run in progress (services() sets it).
+        self._database: postgres.Database | None = None
 
     # -- command line -----------------------------------------------------
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -184,26 +186,25 @@ class JdbcDispatcher(Lab):
         return steps
 
     def _sweep_steps(self, params: dict) -> list[Step]:
-        c, n = params["concurrency"], params["requests"]
-        steps = []
-        for size in parse_pools(params["pools"]):
-            # Aim at a few seconds per step: small pools serve few requests a second.
-            rate = min(c, size) * 1000.0 / max(params["query_ms"], 1)
-            requests = min(SWEEP_REQUESTS_FACTOR * n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS)))
-            steps.append(Step(name=f"pool={size}", bench_variant="database-dispatcher", concurrency=c,
-                              requests=requests, server_props=self._props(size, size), pool="database",
-                              keep_alive=True, warmup_requests=max(100, int(rate * 3)),
-                              extra={"pool_size": size, "dispatcher_size": size}))
-        size = params["lockstep_pool"]
-        if size:
+        steps = [self._sweep_step(params, f"pool={size}", size) for size in parse_pools(params["pools"])]
+        if params["lockstep_pool"]:
             # The same pool with every wait exactly query-ms: the connections fall into lockstep.
-            rate = min(c, size) * 1000.0 / max(params["query_ms"], 1)
-            steps.append(Step(name=f"{LOCKSTEP}{size}", bench_variant="database-dispatcher", concurrency=c,
-                              requests=min(SWEEP_REQUESTS_FACTOR * n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS))),
-                              server_props={**self._props(size, size), "lab.query-jitter": "0"},
-                              pool="database", keep_alive=True, warmup_requests=max(100, int(rate * 3)),
-                              extra={"pool_size": size, "dispatcher_size": size, "query_jitter": 0}))
+            size = params["lockstep_pool"]
+            steps.append(self._sweep_step(params, f"{LOCKSTEP}{size}", size, {"lab.query-jitter": "0"},
+                                          {"query_jitter": 0}))
         return steps
+
+    def _sweep_step(self, params: dict, name: str, size: int, props: dict | None = None,
+                    extra: dict | None = None) -> Step:
+        """database-dispatcher with `size` connections and threads, at the run's concurrency."""
+        c, n = params["concurrency"], params["requests"]
+        # Aim at a few seconds per step: small pools serve few requests a second.
+        rate = min(c, size) * 1000.0 / max(params["query_ms"], 1)
+        return Step(name=name, bench_variant="database-dispatcher", concurrency=c,
+                    requests=min(SWEEP_REQUESTS_FACTOR * n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS))),
+                    server_props={**self._props(size, size), **(props or {})}, pool="database",
+                    keep_alive=True, warmup_requests=max(100, int(rate * 3)),
+                    extra={"pool_size": size, "dispatcher_size": size, **(extra or {})})
 
     def _variant_steps(self, params: dict) -> list[Step]:
         c, n = params["concurrency"], params["requests"]
@@ -242,6 +243,7 @@ class JdbcDispatcher(Lab):
                 if self._meter:
                     self._meter.stop()
                     self._meter = None
+                self._database = None
                 for key, value in saved.items():
                     if value is None:
                         os.environ.pop(key, None)
@@ -252,15 +254,15 @@ class JdbcDispatcher(Lab):
         """/pools, plus what one query costs: its wall time alone (the app's /calibrate) and, when
         the driver runs PostgreSQL itself, the CPU PostgreSQL spent per query meanwhile."""
         pools = server.pools()
-        postmaster = getattr(getattr(self, "_database", None), "pgid", None)
-        before = tree_cpu_seconds(postmaster) if postmaster else None
+        postmaster = self._database.pgid if self._database else None
+        before = postgres_cpu_seconds(postmaster) if postmaster else None
         body = server.get(f"/calibrate?runs={CALIBRATION_RUNS}", timeout=60)
         if not body:
             raise ServerFailed("the server did not answer /calibrate (timing the query alone); "
                            "see its log above")
         calibration = json.loads(body)
         if before is not None:
-            used = tree_cpu_seconds(postmaster) - before
+            used = postgres_cpu_seconds(postmaster) - before
             queries = calibration["runs"] + calibration["warmup_runs"]
             calibration["postgres_cpu_ms"] = round(used * 1000 / queries, 3)
         pools["calibration"] = calibration
