@@ -118,12 +118,18 @@ def _check_port(port: int | None) -> None:
         raise UsageError(f"--port must be between 1 and 65535 (got {port})")
 
 
-def cmd_run(argv: list[str]) -> int:
+def _lab_and_options(argv: list[str], parser_for) -> tuple:
+    """`scripts/lab COMMAND LAB [options]`: the lab, and the options its command parser reads."""
     if len(argv) < 2 or argv[1].startswith("-"):
-        raise UsageError("which lab? usage: scripts/lab run LAB [options]  (see `scripts/lab list`)")
+        raise UsageError(f"which lab? usage: scripts/lab {argv[0]} LAB [options]  (see `scripts/lab list`)")
     lab = resolve(argv[1])
-    options = run_parser(lab).parse_args(argv[1:])
+    options = parser_for(lab).parse_args(argv[1:])
     _check_port(options.port)
+    return lab, options
+
+
+def cmd_run(argv: list[str]) -> int:
+    lab, options = _lab_and_options(argv, run_parser)
     if options.time_limit < 1:
         raise UsageError("--time-limit must be at least 1 second")
     if options.target is not None:
@@ -179,11 +185,7 @@ def serve_parser(lab) -> argparse.ArgumentParser:
 
 
 def cmd_serve(argv: list[str]) -> int:
-    if len(argv) < 2 or argv[1].startswith("-"):
-        raise UsageError("which lab? usage: scripts/lab serve LAB [options]  (see `scripts/lab list`)")
-    lab = resolve(argv[1])
-    options = serve_parser(lab).parse_args(argv[1:])
-    _check_port(options.port)
+    lab, options = _lab_and_options(argv, serve_parser)
     params = lab.params(options)
     try:
         serve(lab, params, ServeOptions(

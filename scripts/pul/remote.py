@@ -14,15 +14,13 @@ import ipaddress
 import json
 import shlex
 import socket
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 
 from .errors import ServerFailed, UsageError
 from .lab import Lab, Step
 from .progress import Progress
-from .server import WHERE_NOT_WHAT, url_host
+from .server import WHERE_NOT_WHAT, http_get, url_host
 
 # Every server the driver starts carries its lab's name, so a load machine can tell labs apart.
 LAB_PROPERTY = "pul.lab"
@@ -129,11 +127,7 @@ class RemoteServer:
         self.log_path = f"the terminal running `scripts/lab serve` on {self.host}"
 
     def get(self, path: str, timeout: float = 10) -> bytes | None:
-        try:
-            with urllib.request.urlopen(self.base_url + path, timeout=timeout) as response:
-                return response.read()
-        except (urllib.error.URLError, OSError):
-            return None
+        return http_get(self.base_url + path, timeout)
 
     def pools(self) -> dict:
         body = self.get("/pools", timeout=30)
@@ -193,7 +187,8 @@ class RemoteServer:
             wanted = server_properties(lab, params, step.server_props, settings)
             (matching if wanted == served else other).append((step, differences(wanted, served)))
         # `scripts/lab serve` without --variant serves the set-up of the lab's first step.
-        first_set_up = [s.name for s in lab.steps(params) if s.server_props == lab.steps(params)[0].server_props]
+        all_steps = lab.steps(params)
+        first_set_up = [s.name for s in all_steps if s.server_props == all_steps[0].server_props]
         skipped = []
         for step, found in other:
             # One serve command per set-up: every skipped step that shares this one's server.

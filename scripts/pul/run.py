@@ -167,6 +167,14 @@ def _idle_seconds(cpus: str | None) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def _idle_share(before: float | None, after: float | None, elapsed: float, cpus: str | None) -> float | None:
+    """Share of these cores' time spent idle between two _idle_seconds readings (None: unknown)."""
+    if before is None or after is None or elapsed <= 0:
+        return None
+    cores = len(_cpu_set(cpus)) if cpus else 1
+    return round((after - before) / (elapsed * cores), 2)
+
+
 def _children_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -198,18 +206,15 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
             load_used = _children_cpu_seconds() - load_before
             idle_after = _idle_seconds(pin["server_cpus"])
             load_idle_after = _idle_seconds(pin["load_cpus"])
-            load_cores = len(_cpu_set(pin["load_cpus"])) if pin["load_cpus"] else 1
-            cores = len(_cpu_set(pin["server_cpus"])) if pin["server_cpus"] else 1
+            load_idle = _idle_share(load_idle_before, load_idle_after, elapsed, pin["load_cpus"])
             _check_alive(server, step)
             cpu = {"cpu_seconds": round(cpu_used, 2),
                    "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None,
                    "load_cpu_seconds": round(load_used, 2),
                    "load_utilization": round(load_used / elapsed, 2) if elapsed > 0 else None,
-                   "server_cores_idle": round((idle_after - idle_before) / (elapsed * cores), 2)
-                   if idle_before is not None and idle_after is not None and elapsed > 0 else None,
+                   "server_cores_idle": _idle_share(idle_before, idle_after, elapsed, pin["server_cpus"]),
                    # Everything on the load generator's cores (ab, the driver, a lab's database).
-                   "load_cores_busy": round(1 - (load_idle_after - load_idle_before) / (elapsed * load_cores), 2)
-                   if load_idle_before is not None and load_idle_after is not None and elapsed > 0 else None}
+                   "load_cores_busy": None if load_idle is None else round(1 - load_idle, 2)}
             runs.append((main.result(), cpu, output, tool, repetition))
     probe = poller.finish() if poller else None
     first_tool = [r for r in runs if r[3] == step.load_tools[0]]

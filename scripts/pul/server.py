@@ -117,6 +117,15 @@ def check_port(port: int, host: str = "127.0.0.1") -> None:
 WHERE_NOT_WHAT = frozenset({"http.address", "http.port", "play.http.secret.key", "pidfile.path", "user.dir"})
 
 
+def http_get(url: str, timeout: float = 10) -> bytes | None:
+    """The body of a GET, or None when the server does not answer (or answers an error)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.read()
+    except (urllib.error.URLError, OSError):
+        return None
+
+
 def url_host(host: str) -> str:
     """An address as a URL writes it (IPv6 in brackets)."""
     return f"[{host}]" if ":" in host else host
@@ -184,11 +193,7 @@ class Server:
         return self.child is not None and self.child.poll() is None
 
     def get(self, path: str, timeout: float = 10) -> bytes | None:
-        try:
-            with urllib.request.urlopen(self.base_url + path, timeout=timeout) as response:
-                return response.read()
-        except (urllib.error.URLError, OSError):
-            return None
+        return http_get(self.base_url + path, timeout)
 
     def pools(self) -> dict:
         body = self.get("/pools")
