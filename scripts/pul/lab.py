@@ -46,6 +46,10 @@ class Step:
     warmup_settled: float = 0.10
     warmup_min_rounds: int = 2
     warmup_max_rounds: int = 6
+    # If set, the last round must also have kept the JIT compiler busy for at most this share of
+    # it (the app's /pools reports jit_compile_seconds). On one core the JIT takes tens of
+    # seconds, and two rounds can agree by chance while it is still speeding the server up.
+    warmup_jit_quiet: float | None = None
     # Measured runs of this step, each with every tool in load_tools ("ab", "wrk"). With more than
     # one run, the variant's numbers come from the median run of the first tool, and every run is
     # kept under extra["runs"] (spread, and whether ab or the server was the limit).

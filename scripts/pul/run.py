@@ -135,22 +135,48 @@ def _bench(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict,
                   extra_env=step.extra.get("bench_env"), **extra).start()
 
 
+def _jit_seconds(server: Server, step: Step) -> float:
+    value = server.pools().get("jit_compile_seconds")
+    if value is None:
+        raise ServerFailed(f"{step.name} waits for the JIT to go quiet, but the server's /pools does not "
+                           "report jit_compile_seconds")
+    return float(value)
+
+
 def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
-            children: Children, progress: Progress) -> None:
-    """Repeat warm-up rounds until two in a row agree (see Step.warmup_settled)."""
+            children: Children, progress: Progress) -> dict | None:
+    """Repeat warm-up rounds until two in a row agree (see Step.warmup_settled) and, if the step
+    asks, the JIT compiler was nearly idle in the last one. Returns what each round measured."""
     warmup = options.warmup if options.warmup is not None else (
         step.warmup_requests if step.warmup_requests is not None else max(200, step.requests // 5))
+    if warmup <= 0:
+        return None
+    rounds: list[dict] = []
     previous = None
-    for round_number in range(1, step.warmup_max_rounds + 1 if warmup > 0 else 1):
-        progress.step(f"{step.name}: warm-up round {round_number} ({warmup} requests, c={step.concurrency})")
+    for round_number in range(1, step.warmup_max_rounds + 1):
+        progress.step(f"{step.name}: warm-up round {round_number} ({warmup} requests, c={step.concurrency})"
+                      + (f"; last: {previous:,.0f} req/s" if previous is not None else "")
+                      + (f", JIT busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else ""))
+        jit_before = _jit_seconds(server, step) if step.warmup_jit_quiet is not None else None
+        started = time.monotonic()
         run = _bench(lab, step, server, options, pin, children, warmup, raw_dir / f"{step.name}.warmup.txt")
         run.wait(progress, server.alive, "warm-up")
         _check_alive(server, step)
         rate = run.result().requests_per_sec
-        if (previous is not None and round_number >= step.warmup_min_rounds
-                and abs(rate - previous) <= step.warmup_settled * previous):
-            return
+        this_round = {"requests_per_sec": rate}
+        if jit_before is not None:
+            this_round["jit_share"] = round((_jit_seconds(server, step) - jit_before) / (time.monotonic() - started), 3)
+        rounds.append(this_round)
+        settled = (previous is not None and round_number >= step.warmup_min_rounds
+                   and abs(rate - previous) <= step.warmup_settled * previous
+                   and this_round.get("jit_share", 0.0) <= (step.warmup_jit_quiet or 0.0))
+        if settled:
+            return {"settled": True, "rounds": rounds}
         previous = rate
+    last = ", ".join(f"{r['requests_per_sec']:,.0f}" for r in rounds[-3:])
+    progress.note(f"{step.name}: the warm-up did not settle in {step.warmup_max_rounds} rounds "
+                  f"(last rounds: {last} req/s); measuring anyway, the results record it")
+    return {"settled": False, "rounds": rounds}
 
 
 def _idle_seconds(cpus: str | None) -> float | None:
@@ -350,8 +376,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                         # Warm every variant first: the JIT's work for one variant speeds up
                         # the others, so measuring right after each one's own warm-up would
                         # favour whichever runs last.
-                        for step in group:
-                            warm_up(lab, step, server, options, pin, raw_dir, children, progress)
+                        warmups = {step.name: warm_up(lab, step, server, options, pin, raw_dir, children, progress)
+                                   for step in group}
                         for step in group:
                             ab, probe, cpu, runs = measure(lab, step, server, options, pin, raw_dir, children,
                                                            progress)
@@ -359,6 +385,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                                                     results_dir)
                             if runs:
                                 record["extra"]["runs"] = runs
+                            if warmups[step.name] is not None:
+                                record["warmup"] = warmups[step.name]
                             lab.verify_step(step, server, record)
                             variants.append(record)
                             _print_step(record, progress)

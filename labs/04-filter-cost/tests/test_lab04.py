@@ -10,6 +10,8 @@ and that every filter in the chain saw every request.
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from pul.labs.lab04 import analyse
@@ -63,11 +65,24 @@ def test_the_spread_of_repeated_runs_is_recorded(smoke):
         assert summary[tool]["min"] <= summary[tool]["median"] <= summary[tool]["max"]
 
 
+def test_every_warm_up_waited_for_the_jit(smoke):
+    # Each set-up warmed up until the JIT compiler went quiet: on one core that takes tens of
+    # seconds, and the first rounds run at a small fraction of the final rate.
+    for v in by_name(smoke).values():
+        rounds = v["warmup"]["rounds"]
+        assert v["warmup"]["settled"], (v["name"], rounds)
+        assert rounds[-1]["jit_share"] <= 0.10, (v["name"], rounds)
+        assert rounds[0]["requests_per_sec"] < 0.8 * rounds[-1]["requests_per_sec"], (v["name"], rounds)
+
+
 def test_the_baseline_repeats_on_a_fresh_server(smoke):
     # The same set-up on two servers started minutes apart: the warm-up must have reached the
-    # same steady state both times (the chapter asks for 10% on a quiet machine; 15% here, where
-    # the test shares the machine with the rest of the suite).
-    tools_ = analyse(smoke)["tools"]
-    for tool in ("ab", "wrk"):
-        first, again = tools_["none"][tool]["median"], tools_["none-again"][tool]["median"]
-        assert abs(first - again) <= 0.15 * max(first, again), (tool, first, again)
+    # same steady state both times. Both tools saturate the server (server CPU 90-95%, each
+    # tool's own core a third busy), so their runs are samples of one throughput: the median of
+    # all six is steadier than either tool's three. Two-second runs on this shared machine vary by about 10% within one
+    # server; the chapter asks for 10% on a quiet machine, the test for 15%.
+    def median_of_all(name):
+        return statistics.median(r["requests_per_sec"] for r in by_name(smoke)[name]["extra"]["runs"])
+
+    first, again = median_of_all("none"), median_of_all("none-again")
+    assert abs(first - again) <= 0.15 * max(first, again), (first, again)

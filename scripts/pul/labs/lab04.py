@@ -27,6 +27,11 @@ KINDS = ("plain", "essential", "java-plain", "java-essential")
 NO_CSRF = "play-defaults-no-csrf"
 CSRF_FILTER = "play.filters.csrf.CSRFFilter"
 WARMUP_MIN_ROUNDS = 6
+# The JIT may spend at most this share of the last warm-up round compiling. On the server's one
+# core it compiles for 30-50 s before it goes quiet (measured with jstat, 2026-11-23), and the
+# throughput climbs meanwhile: two rounds that agree by chance are not enough.
+WARMUP_JIT_QUIET = 0.10
+WARMUP_MAX_ROUNDS = 40
 
 
 def parse_lengths(text: str, option: str) -> tuple[int, ...]:
@@ -76,8 +81,10 @@ class FilterCost(Lab):
                      requests=1_000_000, seconds=params["seconds"], repeat=params["repeat"],
                      load_tools=("ab", "wrk"), keep_alive=True, warmup_requests=1_000_000,
                      # Nearly free requests: the JIT's progress shows for tens of seconds, so warm
-                     # up until rounds agree within 5%, and for at least WARMUP_MIN_ROUNDS rounds.
-                     warmup_settled=0.05, warmup_min_rounds=WARMUP_MIN_ROUNDS, warmup_max_rounds=15,
+                     # up for at least WARMUP_MIN_ROUNDS rounds, until two agree within 5% and the
+                     # JIT has gone quiet.
+                     warmup_settled=0.05, warmup_min_rounds=WARMUP_MIN_ROUNDS,
+                     warmup_max_rounds=WARMUP_MAX_ROUNDS, warmup_jit_quiet=WARMUP_JIT_QUIET,
                      server_props={"lab.filters": setup, "lab.chain-length": str(length),
                                    # Play's defaults minus CSRF: what the CSRF filter costs on its own.
                                    **({"play.filters.disabled.0": CSRF_FILTER} if name == NO_CSRF else {})},
@@ -117,6 +124,14 @@ class FilterCost(Lab):
     def summary_notes(self, results: dict) -> list[str]:
         analysis = analyse(results)
         notes = [f"Load tools: {analysis['verdict']}"]
+        warmups = [(v["name"], v["warmup"]) for v in results["variants"] if v.get("warmup")]
+        if warmups:
+            counts = [len(w["rounds"]) for _, w in warmups]
+            unsettled = [name for name, w in warmups if not w["settled"]]
+            notes.append(f"Warm-up: {min(counts)}-{max(counts)} rounds of {results['params']['seconds']} s per set-up, "
+                         "until two agreed within 5% and the JIT compiled for under "
+                         f"{WARMUP_JIT_QUIET:.0%} of the last; "
+                         + (f"did NOT settle: {', '.join(unsettled)}." if unsettled else "every set-up settled."))
         if analysis["baseline_agreement"] is not None:
             notes.append(f"Baseline repeat: {BASELINE} {analysis['baseline_rate']:,.0f} req/s vs {BASELINE_AGAIN} "
                          f"{analysis['baseline_again_rate']:,.0f} req/s ({analysis['reference_tool']}), "

@@ -53,7 +53,8 @@ public final class PoolReport {
 
   /**
    * Adds what a driver on another machine needs: `process_cpu_seconds`, the CPU time the
-   * whole JVM has used so far (its /proc cannot see this process), and `properties`, the
+   * whole JVM has used so far (its /proc cannot see this process), `jit_compile_seconds`,
+   * the JIT's compile time so far (warm-up), and `properties`, the
    * -Dkey=value options this JVM was started with, secrets left out, to compare with the
    * set-up it means to measure.
    */
@@ -65,6 +66,13 @@ public final class PoolReport {
       report.put("process_cpu_seconds", java.math.BigDecimal.valueOf(nanos, 9));
     } else {
       report.putNull("process_cpu_seconds");
+    }
+    // The JIT's compile time so far: while it keeps rising, the server is still warming up.
+    java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+    if (jit != null && jit.isCompilationTimeMonitoringSupported()) {
+      report.put("jit_compile_seconds", java.math.BigDecimal.valueOf(jit.getTotalCompilationTime(), 3));
+    } else {
+      report.putNull("jit_compile_seconds");
     }
     ObjectNode properties = report.putObject("properties");
     for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {

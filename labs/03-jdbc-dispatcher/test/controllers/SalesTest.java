@@ -96,6 +96,12 @@ public class SalesTest {
     double median = calibration.get("median_ms").asDouble();
     // Without pg_sleep: real work, but far less than the wait.
     assertTrue("median " + median + " ms", median > 0 && median < QUERY_MS);
+    // It timed the queries only once the pool held all its connections (opening one costs PostgreSQL CPU).
+    assertTrue(calibration.get("pool_fill_wait_ms").asLong() >= 0);
+    JsonNode connections = json("/pools").get("pools").get("connections");
+    assertEquals(
+        connections.get("threads").asInt(),
+        connections.get("active").asInt() + connections.get("idle").asInt());
     assertEquals(400, LabDatabase.get(server, "/calibrate?runs=0").statusCode());
   }
 

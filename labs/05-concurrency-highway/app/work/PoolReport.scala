@@ -52,6 +52,16 @@ object PoolReport {
   }
 
   /**
+   * Time the JIT compiler has spent compiling so far, in seconds (null where the JVM cannot
+   * tell). While it keeps rising the server is still warming up: the driver waits for it
+   * to go quiet before it measures a CPU-bound set-up.
+   */
+  def jitCompileSeconds: JsValue = Option(ManagementFactory.getCompilationMXBean) match {
+    case Some(jit) if jit.isCompilationTimeMonitoringSupported => JsNumber(BigDecimal(jit.getTotalCompilationTime, 3))
+    case _                                                     => JsNull
+  }
+
+  /**
    * The -Dkey=value options this JVM was started with, secrets left out: a driver on another
    * machine compares them with the set-up it means to measure.
    */
@@ -69,6 +79,7 @@ object PoolReport {
     val cores = Runtime.getRuntime.availableProcessors
     Json.obj(
       "process_cpu_seconds" -> processCpuSeconds,
+      "jit_compile_seconds" -> jitCompileSeconds,
       "properties" -> commandLineProperties,
       "available_processors" -> cores,
       "pools" -> JsObject(pools.toSeq.map { case (name, path) =>
