@@ -77,6 +77,8 @@ class Lab:
         "pool_size": "threads in the lab's dedicated pool",
         "work_ms": "blocking work per request, in ms",
     }
+    # Integer options for which 0 means something (the others must be at least 1).
+    ZERO_ALLOWED: tuple[str, ...] = ()
 
     def __init__(self, number: str, title: str, summary: str, defaults: dict,
                  tools_needed: tuple = tools.BASE_TOOLS):
@@ -111,7 +113,7 @@ class Lab:
     def params(self, options: argparse.Namespace) -> dict:
         params = {key: getattr(options, key) for key in self.defaults if hasattr(options, key)}
         for key, value in params.items():
-            if isinstance(value, int) and value < 1:
+            if isinstance(value, int) and value < (0 if key in self.ZERO_ALLOWED else 1):
                 raise UsageError(f"--{key.replace('_', '-')} must be at least 1 (got {value})")
         return params
 

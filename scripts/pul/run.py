@@ -156,7 +156,7 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     for round_number in range(1, step.warmup_max_rounds + 1):
         progress.step(f"{step.name}: warm-up round {round_number} ({warmup} requests, c={step.concurrency})"
                       + (f"; last: {previous:,.0f} req/s" if previous is not None else "")
-                      + (f", JIT busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else ""))
+                      + (f", JIT threads busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else ""))
         jit_before = _jit_seconds(server, step) if step.warmup_jit_quiet is not None else None
         started = time.monotonic()
         run = _bench(lab, step, server, options, pin, children, warmup, raw_dir / f"{step.name}.warmup.txt")

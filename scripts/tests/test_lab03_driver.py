@@ -32,3 +32,29 @@ def test_two_cores_double_the_ceiling():
     assert mean_value_analysis(200, busy_ms=84.0, cpu_ms=4.0, cores=2) == pytest.approx(500, rel=0.01)
     # and give the same answer as one core while nobody queues
     assert mean_value_analysis(1, busy_ms=84.0, cpu_ms=4.0, cores=2) == pytest.approx(1000 / 84.0)
+
+
+def _params(*args):
+    import argparse
+
+    from pul.labs.lab03 import LAB
+
+    parser = argparse.ArgumentParser()
+    LAB.add_arguments(parser)
+    return LAB.params(parser.parse_args(list(args)))
+
+
+def test_zero_skips_the_lockstep_step_and_means_no_wait():
+    from pul.labs.lab03 import LAB
+
+    params = _params("--lockstep-pool", "0", "--query-ms", "0")
+    assert params["lockstep_pool"] == 0 and params["query_ms"] == 0
+    assert not [s for s in LAB.steps({**params, "sweep": "only"}) if s.name.startswith("lockstep")]
+
+
+@pytest.mark.parametrize("option", ["--pool-size", "--concurrency", "--requests"])
+def test_zero_is_refused_where_it_means_nothing(option):
+    from pul.errors import UsageError
+
+    with pytest.raises(UsageError, match="at least 1"):
+        _params(option, "0")

@@ -110,6 +110,9 @@ class CpuMeter(threading.Thread):
 
 
 class JdbcDispatcher(Lab):
+    # --query-ms 0: no wait, the query alone; --lockstep-pool 0: no lockstep step.
+    ZERO_ALLOWED = ("query_ms", "lockstep_pool")
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._postgres_cpus: str | None = None

@@ -414,12 +414,19 @@ def why_text(results: dict, analysis: dict) -> str:
     text = f"**Which side was the limit?** {analysis['verdict']}"
     ab, wrk_ = tools_[BASELINE].get("ab"), tools_[BASELINE].get("wrk")
     if ab and wrk_ and limit_of(ab) == limit_of(wrk_) == "server CPU":
-        text += (f" Both tools kept the server's core busy while using a fraction of their own, so the "
-                 "server, not the load generator, set the pace. They still reach different rates because a "
-                 f"request costs the server different CPU time: {ab['cpu_us']:.1f} µs from ab and "
-                 f"{wrk_['cpu_us']:.1f} µs from wrk on `{BASELINE}` (ab speaks HTTP/1.0 with a keep-alive "
-                 "header and sends more headers; wrk speaks plain HTTP/1.1). The costs here are differences "
-                 "measured with one tool, so this offset cancels out.")
+        text += (" Both tools kept the server's core busy while using a fraction of their own, so the "
+                 "server, not the load generator, set the pace.")
+        apart = abs(ab["median"] - wrk_["median"]) / max(ab["median"], wrk_["median"])
+        if apart <= 0.03:
+            text += (f" So they reached nearly the same rate ({apart:.1%} apart), and the server spent about "
+                     f"the same CPU time on a request from either: {ab['cpu_us']:.1f} µs from ab, "
+                     f"{wrk_['cpu_us']:.1f} µs from wrk.")
+        else:
+            text += (f" They still reach rates {apart:.0%} apart because a request costs the server different "
+                     f"CPU time: {ab['cpu_us']:.1f} µs from ab and {wrk_['cpu_us']:.1f} µs from wrk on "
+                     f"`{BASELINE}` (ab speaks HTTP/1.0 with a keep-alive header and sends more headers; wrk "
+                     "speaks plain HTTP/1.1).")
+        text += " The costs here are differences measured with one tool, so any such offset cancels out."
     out.append(text)
     return "\n\n".join(out) + "\n"
 

@@ -1,0 +1,77 @@
+"""The driver's warm-up: rounds repeat until two agree and, where a step asks, the JIT is quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pul import run as run_module
+from pul.errors import ServerFailed
+from pul.lab import Step
+from pul.progress import Progress
+
+
+class FakeServer:
+    """Reports a JIT compile-time total that grows by the given amounts, one per round."""
+
+    def __init__(self, jit_per_round):
+        self.jit = 0.0
+        self.jit_per_round = list(jit_per_round)
+        self.reads = 0
+
+    def pools(self):
+        self.reads += 1
+        if self.reads % 2 == 0 and self.jit_per_round:  # the read after each round
+            self.jit += self.jit_per_round.pop(0)
+        return {"jit_compile_seconds": self.jit} if self.jit_per_round is not None else {}
+
+    def alive(self):
+        return True
+
+
+def _warm_up(monkeypatch, rates, step, server):
+    rates = list(rates)
+
+    def fake_bench(*_args, **_kwargs):
+        rate = rates.pop(0)
+        return SimpleNamespace(wait=lambda *a: None, result=lambda: SimpleNamespace(requests_per_sec=rate))
+
+    monkeypatch.setattr(run_module, "_bench", fake_bench)
+    monkeypatch.setattr(run_module.time, "monotonic", iter(range(0, 10_000, 2)).__next__)  # 2 s rounds
+    return run_module.warm_up(None, step, server, run_module.RunOptions(), {}, Path("/nonexistent"), None,
+                               Progress(quiet=True))
+
+
+def _step(**kwargs):
+    return Step(name="s", bench_variant="status", concurrency=50, requests=1000, warmup_requests=100, **kwargs)
+
+
+def test_two_agreeing_rounds_are_enough_without_the_jit_check(monkeypatch):
+    result = _warm_up(monkeypatch, [100, 500, 900, 920, 5000], _step(), FakeServer([]))
+    assert result["settled"] and [r["requests_per_sec"] for r in result["rounds"]] == [100, 500, 900, 920]
+
+
+def test_agreeing_rounds_while_the_jit_compiles_are_not_settled(monkeypatch):
+    # Rounds 3 and 4 agree, but the JIT compiled for half of round 4; it is quiet in round 6.
+    step = _step(warmup_settled=0.05, warmup_jit_quiet=0.10, warmup_max_rounds=10)
+    result = _warm_up(monkeypatch, [100, 500, 900, 920, 1500, 1520, 9999],
+                      step, FakeServer([2.0, 2.0, 1.5, 1.0, 0.5, 0.1, 0.0]))
+    assert result["settled"]
+    assert [r["requests_per_sec"] for r in result["rounds"]] == [100, 500, 900, 920, 1500, 1520]
+    assert result["rounds"][-1]["jit_share"] == pytest.approx(0.05)
+    assert result["rounds"][3]["jit_share"] == pytest.approx(0.5)
+
+
+def test_a_warm_up_that_never_settles_says_so(monkeypatch):
+    step = _step(warmup_max_rounds=3)
+    result = _warm_up(monkeypatch, [100, 200, 400], step, FakeServer([]))
+    assert result == {"settled": False, "rounds": [{"requests_per_sec": r} for r in (100, 200, 400)]}
+
+
+def test_a_server_that_does_not_report_its_jit_is_an_error(monkeypatch):
+    server = FakeServer([])
+    server.jit_per_round = None
+    with pytest.raises(ServerFailed, match="jit_compile_seconds"):
+        _warm_up(monkeypatch, [100, 100], _step(warmup_jit_quiet=0.1), server)
