@@ -153,19 +153,22 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
         return None
     rounds: list[dict] = []
     previous = None
+    # The JIT's running total; each round's reading after it is the next round's start.
+    jit_mark = _jit_seconds(server, step) if step.warmup_jit_quiet is not None else None
     for round_number in range(1, step.warmup_max_rounds + 1):
         progress.step(f"{step.name}: warm-up round {round_number} ({warmup} requests, c={step.concurrency})"
                       + (f"; last: {previous:,.0f} req/s" if previous is not None else "")
                       + (f", JIT threads busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else ""))
-        jit_before = _jit_seconds(server, step) if step.warmup_jit_quiet is not None else None
         started = time.monotonic()
         run = _bench(lab, step, server, options, pin, children, warmup, raw_dir / f"{step.name}.warmup.txt")
         run.wait(progress, server.alive, "warm-up")
         _check_alive(server, step)
         rate = run.result().requests_per_sec
         this_round = {"requests_per_sec": rate}
-        if jit_before is not None:
-            this_round["jit_share"] = round((_jit_seconds(server, step) - jit_before) / (time.monotonic() - started), 3)
+        if jit_mark is not None:
+            jit_now = _jit_seconds(server, step)
+            this_round["jit_share"] = round((jit_now - jit_mark) / (time.monotonic() - started), 3)
+            jit_mark = jit_now
         rounds.append(this_round)
         settled = (previous is not None and round_number >= step.warmup_min_rounds
                    and abs(rate - previous) <= step.warmup_settled * previous

@@ -27,6 +27,7 @@ KINDS = ("plain", "essential", "java-plain", "java-essential")
 NO_CSRF = "play-defaults-no-csrf"
 CSRF_FILTER = "play.filters.csrf.CSRFFilter"
 WARMUP_MIN_ROUNDS = 6
+WARMUP_SETTLED = 0.05  # two rounds in a row this close
 # The JIT may spend at most this share of the last warm-up round compiling. On the server's one
 # core it compiles for 30-50 s before it goes quiet (measured with jstat, 2026-11-23), and the
 # throughput climbs meanwhile: two rounds that agree by chance are not enough.
@@ -83,7 +84,7 @@ class FilterCost(Lab):
                      # Nearly free requests: the JIT's progress shows for tens of seconds, so warm
                      # up for at least WARMUP_MIN_ROUNDS rounds, until two agree within 5% and the
                      # JIT has gone quiet.
-                     warmup_settled=0.05, warmup_min_rounds=WARMUP_MIN_ROUNDS,
+                     warmup_settled=WARMUP_SETTLED, warmup_min_rounds=WARMUP_MIN_ROUNDS,
                      warmup_max_rounds=WARMUP_MAX_ROUNDS, warmup_jit_quiet=WARMUP_JIT_QUIET,
                      server_props={"lab.filters": setup, "lab.chain-length": str(length),
                                    # Play's defaults minus CSRF: what the CSRF filter costs on its own.
@@ -129,7 +130,7 @@ class FilterCost(Lab):
             counts = [len(w["rounds"]) for _, w in warmups]
             unsettled = [name for name, w in warmups if not w["settled"]]
             notes.append(f"Warm-up: {min(counts)}-{max(counts)} rounds of {results['params']['seconds']} s per set-up, "
-                         "until two agreed within 5% and the JIT compiled for under "
+                         f"until two agreed within {WARMUP_SETTLED:.0%} and the JIT compiled for under "
                          f"{WARMUP_JIT_QUIET:.0%} of the last; "
                          + (f"did NOT settle: {', '.join(unsettled)}." if unsettled else "every set-up settled."))
         if analysis["baseline_agreement"] is not None:

@@ -14,11 +14,12 @@ class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, db: 
 
   def status = Action(Ok("ok\n"))
 
+  private def hikari = db.dataSource.unwrap(classOf[HikariDataSource])
+
   /** PostgreSQL settings that bound how many connections it can serve well. */
   private val Settings = Seq("max_connections", "shared_buffers", "work_mem", "fsync", "max_worker_processes")
 
   def pools = Action {
-    val hikari = db.dataSource.unwrap(classOf[HikariDataSource])
     val pool = hikari.getHikariPoolMXBean
     val dispatchers = PoolReport.json(
       system.settings.config,
@@ -71,7 +72,6 @@ class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, db: 
 
   /** Waits (up to 30 s) until the pool holds all its connections; returns how long that took. */
   private def waitForFullPool(): Long = {
-    val hikari   = db.dataSource.unwrap(classOf[HikariDataSource])
     val start    = System.nanoTime()
     val deadline = start + 30L * 1000 * 1000 * 1000
     while (hikari.getHikariPoolMXBean.getTotalConnections < hikari.getMaximumPoolSize && System.nanoTime() < deadline)
