@@ -89,6 +89,9 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
     summary = {n: (rate[n], littles[n], by_pool[n]["predicted_requests_per_sec"]) for n in POOLS}
     summary["ceiling"] = ceiling
     summary["lockstep"] = [v["requests_per_sec"] for v in lockstep]
+    # A string, so that pytest shows all of it when an assertion fails (it cuts long reprs).
+    summary = json.dumps(summary)
+    print("measured (pool: rate, Little's law, prediction):", summary)  # shown by scripts/test (-rP)
 
     for v in data["variants"]:
         assert v["failed"] == 0 and v["non_2xx"] == 0, summary
@@ -99,20 +102,25 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
     # It rises with the pool (Little's law alone: 8x; the CPU limit allows about 7x)...
     assert rate[32] >= 3 * rate[4], summary
     # ...onto a plateau below PostgreSQL's CPU limit, not far below: the limit assumes PostgreSQL
-    # has its core to itself, and ab and the driver take a share of it...
-    assert 0.6 * ceiling <= rate[32] <= 1.05 * ceiling, summary
-    # ...where twice the connections add little (Little's law alone: 2x; with queueing at the CPU,
-    # 32 is just past the corner and has about a tenth left to gain; up to 27% measured on CI).
-    assert 0.85 * rate[32] <= rate[64] <= 1.4 * rate[32], summary
+    # has its core to itself, and ab and the driver take a share of it. 32 and 64 connections
+    # both sit on it: the prediction for both is the limit...
+    for n in (32, 64):
+        assert 0.6 * ceiling <= rate[n] <= 1.05 * ceiling, f"pool {n}: {summary}"
+    # ...so twice the connections do not double the throughput, as Little's law alone would. (32
+    # is just past the corner: 64 may gain up to about a fifth, 27% measured on CI, or lose as
+    # much to the extra backends sharing one core: 64/32 was 0.83 to 1.27 on CI and here.)
+    assert rate[64] <= 1.4 * rate[32], summary
     # PostgreSQL's core is busy at the plateau, and barely at 4 connections.
     pg32 = by_pool[32]["extra"].get("postgres_cpu_utilization")
     pg4 = by_pool[4]["extra"].get("postgres_cpu_utilization")
     assert pg32 is not None and pg4 is not None and pg32 > 2.5 * pg4, (pg4, pg32)
     assert by_pool[32]["load_cores_busy"] >= 0.8, by_pool[32]["load_cores_busy"]
     # Identical waits put the connections in lockstep: the same pool serves clearly less. The
-    # worst case, N / (wait + N x CPU per request), is about 0.7 of the varied waits' rate here.
+    # worst case, N / (wait + N x CPU per request), is about 0.65 of the varied waits' rate; 0.70
+    # to 0.72 measured here in three runs, while the varied rate at 16 repeated within 3%: a
+    # tenth less tells the convoy from noise.
     assert len(lockstep) == 1, summary
-    assert lockstep[0]["requests_per_sec"] <= 0.85 * rate[LOCKSTEP_POOL], summary
+    assert lockstep[0]["requests_per_sec"] <= 0.9 * rate[LOCKSTEP_POOL], summary
 
 
 def test_with_postgres_passes_the_database_and_the_exit_code(isolated):

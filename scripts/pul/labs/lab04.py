@@ -129,7 +129,8 @@ class FilterCost(Lab):
         if warmups:
             counts = [len(w["rounds"]) for _, w in warmups]
             unsettled = [name for name, w in warmups if not w["settled"]]
-            notes.append(f"Warm-up: {min(counts)}-{max(counts)} rounds of {results['params']['seconds']} s per set-up, "
+            span = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
+            notes.append(f"Warm-up: {span} rounds of {results['params']['seconds']} s per set-up, "
                          f"until two agreed within {WARMUP_SETTLED:.0%} and the JIT compiled for under "
                          f"{WARMUP_JIT_QUIET:.0%} of the last; "
                          + (f"did NOT settle: {', '.join(unsettled)}." if unsettled else "every set-up settled."))
