@@ -2,7 +2,7 @@
 
 import pytest
 
-from pul.labs.lab03 import mean_value_analysis
+from pul.labs.lab03 import _calibration_spread, mean_value_analysis
 
 
 def test_one_connection_is_never_queued():
@@ -58,3 +58,20 @@ def test_zero_is_refused_where_it_means_nothing(option):
 
     with pytest.raises(UsageError, match="at least 1"):
         _params(option, "0")
+
+
+def _calibrated(pairs):
+    return [{"extra": {"postgres_cpu_ms_per_query": cpu, "query_alone_ms": wall}} for cpu, wall in pairs]
+
+
+def test_calibration_spread_names_the_range_and_the_limits_it_gives():
+    text = _calibration_spread(_calibrated([(3.0, 3.2), (4.0, 4.3)]), cores=1)
+    assert "from 3.00 to 4.00 ms" in text and "from 250 to 333 queries" in text
+    assert "correlation" not in text  # two servers say nothing about it
+
+
+def test_calibration_spread_says_whether_the_wall_time_followed_the_cpu():
+    together = _calibration_spread(_calibrated([(3.0, 3.2), (3.5, 3.7), (3.9, 4.2), (3.2, 3.4)]), cores=1)
+    assert "moved with its CPU" in together
+    apart = _calibration_spread(_calibrated([(3.0, 4.2), (3.5, 3.2), (3.9, 3.3), (3.2, 4.0)]), cores=1)
+    assert "did not follow" in apart and "moved with" not in apart

@@ -444,6 +444,25 @@ def _sweep_model(results: dict) -> dict:
     return model
 
 
+def _calibration_spread(variants: list[dict], cores: int) -> str:
+    """How far the servers' calibrations differ, and whether the work's wall time moved with its CPU:
+    if both move together, the machine ran faster or slower, not PostgreSQL doing other work."""
+    cpu = [v["extra"]["postgres_cpu_ms_per_query"] for v in variants]
+    wall = [v["extra"]["query_alone_ms"] for v in variants]
+    text = (f"- The {len(cpu)} servers' calibrations ranged from {min(cpu):.2f} to {max(cpu):.2f} ms of CPU per "
+            f"request (a limit from {cores * 1000 / max(cpu):,.0f} to {cores * 1000 / min(cpu):,.0f} queries a "
+            "second), hence the median.")
+    if len(cpu) < 3 or len(set(cpu)) < 2 or len(set(wall)) < 2:
+        return text
+    r = statistics.correlation(cpu, wall)
+    if r >= 0.7:
+        return text + (f" The wall time of that work moved with its CPU (correlation {r:.2f}): the same query "
+                       "on the same data needed more or less CPU time from one server to the next, which points "
+                       "at the machine's speed (on a shared virtual machine, its neighbours) rather than at "
+                       "PostgreSQL.")
+    return text + f" The wall time of the same work did not follow its CPU closely (correlation {r:.2f})."
+
+
 def sweep_summary(results: dict) -> str:
     """The sweep's prediction (from the measured query cost) and what was measured, in sentences."""
     m = _sweep_model(results)
@@ -461,6 +480,7 @@ def sweep_summary(results: dict) -> str:
                      f"Little's law meets that limit at a pool of about {knee:.0f} connections "
                      f"({m['ceiling']:,.0f}/s x {busy:.1f} ms): below it the pool is the bottleneck, above it "
                      "PostgreSQL's CPU is.")
+        lines.append(_calibration_spread(m["variants"], m["cores"]))
     best = max(variants, key=lambda v: v["requests_per_sec"])
     lines.append(f"- Measured at {c} requests in flight: from {variants[0]['requests_per_sec']:,.0f} requests/s "
                  f"with {variants[0]['extra']['pool_size']} connections to at most "
