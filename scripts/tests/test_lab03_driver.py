@@ -2,7 +2,7 @@
 
 import pytest
 
-from pul.labs.lab03 import _calibration_spread, mean_value_analysis
+from pul.labs.lab03 import _calibration_spread, _wide_jitter_line, mean_value_analysis
 
 
 def test_one_connection_is_never_queued():
@@ -47,9 +47,31 @@ def _params(*args):
 def test_zero_skips_the_lockstep_step_and_means_no_wait():
     from pul.labs.lab03 import LAB
 
-    params = _params("--lockstep-pool", "0", "--query-ms", "0")
+    params = _params("--lockstep-pool", "0", "--wide-jitter-pool", "0", "--query-ms", "0")
     assert params["lockstep_pool"] == 0 and params["query_ms"] == 0
-    assert not [s for s in LAB.steps({**params, "sweep": "only"}) if s.name.startswith("lockstep")]
+    assert [s.name for s in LAB.steps({**params, "sweep": "only"})] == [
+        f"pool={n}" for n in (2, 4, 8, 16, 32, 48, 64)]
+
+
+def test_the_extra_steps_differ_from_their_sweep_step_only_in_the_jitter():
+    from pul.labs.lab03 import LAB
+
+    steps = {s.name: s for s in LAB.steps({**_params("--pools", "16,64", "--lockstep-pool", "16",
+                                                         "--wide-jitter-pool", "64"), "sweep": "only"})}
+    assert list(steps) == ["pool=16", "pool=64", "lockstep-pool=16", "wide-jitter-pool=64"]
+    for extra, base, jitter in (("lockstep-pool=16", "pool=16", "0"), ("wide-jitter-pool=64", "pool=64", "1")):
+        props = dict(steps[extra].server_props)
+        assert props.pop("lab.query-jitter") == jitter
+        assert props == steps[base].server_props
+        assert steps[extra].extra["query_jitter"] == float(jitter)
+
+
+@pytest.mark.parametrize("option", ["--lockstep-pool", "--wide-jitter-pool"])
+def test_extra_step_sizes_are_bounded(option):
+    from pul.errors import UsageError
+
+    with pytest.raises(UsageError, match="between 0"):
+        _params(option, "91")
 
 
 @pytest.mark.parametrize("option", ["--pool-size", "--concurrency", "--requests"])
@@ -75,3 +97,19 @@ def test_calibration_spread_says_whether_the_wall_time_followed_the_cpu():
     assert "moved with its CPU" in together
     apart = _calibration_spread(_calibrated([(3.0, 4.2), (3.5, 3.2), (3.9, 3.3), (3.2, 4.0)]), cores=1)
     assert "did not follow" in apart and "moved with" not in apart
+
+
+def _step(name, rate, busy, jitter=None):
+    extra = {"pool_size": 64, "postgres_cpu_utilization": busy}
+    if jitter is not None:
+        extra["query_jitter"] = jitter
+    return {"name": name, "requests_per_sec": rate, "extra": extra}
+
+
+def test_wide_jitter_line_says_the_core_idles_less_only_when_it_does():
+    varied = _step("pool=64", 250.0, 0.85)
+    busier = _wide_jitter_line(_step("wide-jitter-pool=64", 280.0, 0.94, 1.0), varied, 0.5)
+    assert "±100%" in busier and "against 250 with ±50% (112% of it)" in busier
+    assert "94% busy, against 85%" in busier and "idles less" in busier
+    same = _wide_jitter_line(_step("wide-jitter-pool=64", 252.0, 0.86, 1.0), varied, 0.5)
+    assert "no clear difference" in same and "idles less" not in same

@@ -71,7 +71,8 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
     env, tmp = isolated
     results_dir = tmp_path / "results"
     out = subprocess.run([*LAB, "run", "03", "--sweep", "--pools", ",".join(map(str, POOLS)),
-                          "--requests", "1500", "--lockstep-pool", str(LOCKSTEP_POOL), "--results-dir", str(results_dir), "--quiet"],
+                          "--requests", "1500", "--lockstep-pool", str(LOCKSTEP_POOL),
+                          "--wide-jitter-pool", "0", "--results-dir", str(results_dir), "--quiet"],
                          capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     _nothing_left(env, tmp)

@@ -36,6 +36,8 @@ MIN_SWEEP_REQUESTS = 200
 SWEEP_REQUESTS_FACTOR = 2
 # Name prefix of the sweep's extra step whose waits are all exactly --query-ms.
 LOCKSTEP = "lockstep-pool="
+# ... and of the step whose waits differ twice as much as the sweep's (±100% instead of ±50%).
+WIDE_JITTER = "wide-jitter-pool="
 # Queries /calibrate times (after its warm-up): about a second of PostgreSQL's CPU, read from /proc
 # in 10 ms ticks, so the CPU per query is known to about 1%.
 CALIBRATION_RUNS = 300
@@ -110,8 +112,8 @@ class CpuMeter(threading.Thread):
 
 
 class JdbcDispatcher(Lab):
-    # --query-ms 0: no wait, the query alone; --lockstep-pool 0: no lockstep step.
-    ZERO_ALLOWED = ("query_ms", "lockstep_pool")
+    # --query-ms 0: no wait, the query alone; --lockstep-pool 0 / --wide-jitter-pool 0: no such step.
+    ZERO_ALLOWED = ("query_ms", "lockstep_pool", "wide_jitter_pool")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -143,6 +145,9 @@ class JdbcDispatcher(Lab):
         parser.add_argument("--lockstep-pool", type=int, default=d["lockstep_pool"], metavar="N",
                             help="after the sweep, this pool size once more with every wait exactly --query-ms "
                                  f"(step lockstep-pool=N; 0: skip it; default {d['lockstep_pool']})")
+        parser.add_argument("--wide-jitter-pool", type=int, default=d["wide_jitter_pool"], metavar="N",
+                            help="after the sweep, this pool size once more with waits varied by ±100%% instead "
+                                 f"of ±50%% (step wide-jitter-pool=N; 0: skip it; default {d['wide_jitter_pool']})")
 
     def params(self, options: argparse.Namespace) -> dict:
         params = super().params(options)
@@ -151,8 +156,9 @@ class JdbcDispatcher(Lab):
             raise UsageError("--connection-timeout-ms must be at least 250 (HikariCP's minimum)")
         if params["query_ms"] < 0:
             raise UsageError("--query-ms must be 0 or more")
-        if not 0 <= params["lockstep_pool"] <= 90:
-            raise UsageError("--lockstep-pool must be between 0 (skip) and 90")
+        for key in ("lockstep_pool", "wide_jitter_pool"):
+            if not 0 <= params[key] <= 90:
+                raise UsageError(f"--{key.replace('_', '-')} must be between 0 (skip) and 90")
         for key in ("pool_size", "oversized"):
             if params[key] > 90:
                 raise UsageError(f"--{key.replace('_', '-')} must be at most 90 "
@@ -195,6 +201,11 @@ class JdbcDispatcher(Lab):
             size = params["lockstep_pool"]
             steps.append(self._sweep_step(params, f"{LOCKSTEP}{size}", size, {"lab.query-jitter": "0"},
                                           {"query_jitter": 0}))
+        if params["wide_jitter_pool"]:
+            # The same pool with waits spread twice as wide: the connections bunch up less.
+            size = params["wide_jitter_pool"]
+            steps.append(self._sweep_step(params, f"{WIDE_JITTER}{size}", size, {"lab.query-jitter": "1"},
+                                          {"query_jitter": 1.0}))
         return steps
 
     def _sweep_step(self, params: dict, name: str, size: int, props: dict | None = None,
@@ -362,12 +373,16 @@ class JdbcDispatcher(Lab):
 
 
 def is_sweep_step(variant: dict) -> bool:
-    """A step of the sweep, the lockstep step included."""
-    return variant["name"].startswith(("pool=", LOCKSTEP))
+    """A step of the sweep, the lockstep and wide-jitter steps included."""
+    return variant["name"].startswith(("pool=", LOCKSTEP, WIDE_JITTER))
 
 
 def is_lockstep_step(variant: dict) -> bool:
     return variant["name"].startswith(LOCKSTEP)
+
+
+def is_wide_jitter_step(variant: dict) -> bool:
+    return variant["name"].startswith(WIDE_JITTER)
 
 
 def split(results: dict) -> tuple[dict, dict]:
@@ -429,11 +444,12 @@ SWEEP_COLUMNS.insert(-1, ("with queueing req/s", lambda v: _extra(v, "queueing_r
 
 def _sweep_model(results: dict) -> dict:
     """The sweep's prediction inputs, the median over its servers' calibrations."""
-    variants = sorted((v for v in results["variants"] if not is_lockstep_step(v)),
+    variants = sorted((v for v in results["variants"] if v["name"].startswith("pool=")),
                       key=lambda v: v["extra"]["pool_size"])
     extra = [v["extra"] for v in variants]
     model = {"variants": variants, "c": results["params"]["concurrency"],
              "lockstep": [v for v in results["variants"] if is_lockstep_step(v)],
+             "wide_jitter": [v for v in results["variants"] if is_wide_jitter_step(v)],
              "busy_ms": statistics.median(v["service_ms"] for v in variants),
              "alone_ms": statistics.median(e["query_alone_ms"] for e in extra),
              "jitter": (results.get("pools") or {}).get("query_jitter")}
@@ -517,7 +533,29 @@ def sweep_summary(results: dict) -> str:
                      f"{lock['requests_per_sec'] / varied['requests_per_sec']:.0%} of it")
         pg = lock["extra"].get("postgres_cpu_utilization")
         lines.append(line + (f", while PostgreSQL's core was {pg:.0%} busy." if pg is not None else "."))
+    for wide in m["wide_jitter"]:
+        lines.append(_wide_jitter_line(wide, by_size.get(wide["extra"]["pool_size"]), m.get("jitter")))
     return "\n".join(lines) + "\n"
+
+
+def _wide_jitter_line(wide: dict, varied: dict | None, jitter: float | None) -> str:
+    """The wide-jitter step against the sweep's step of the same size: did PostgreSQL's core idle less?"""
+    size = wide["extra"]["pool_size"]
+    line = (f"- With waits varied by ±{wide['extra']['query_jitter']:.0%} (step {wide['name']}), {size} connections "
+            f"served {wide['requests_per_sec']:,.0f} requests/s")
+    pg_wide = wide["extra"].get("postgres_cpu_utilization")
+    if varied is None:
+        return line + (f", while PostgreSQL's core was {pg_wide:.0%} busy." if pg_wide is not None else ".")
+    line += (f", against {varied['requests_per_sec']:,.0f} with ±{jitter or 0:.0%} "
+             f"({wide['requests_per_sec'] / varied['requests_per_sec']:.0%} of it)")
+    pg_varied = varied["extra"].get("postgres_cpu_utilization")
+    if pg_wide is None or pg_varied is None:
+        return line + "."
+    line += f"; PostgreSQL's core was {pg_wide:.0%} busy, against {pg_varied:.0%}"
+    if pg_wide - pg_varied >= 0.03:
+        return line + (": with waits that differ more, fewer queries reach the core together, and it idles less "
+                       "(see *Why*).")
+    return line + ": no clear difference in this run."
 
 
 def sweep_figure(results: dict) -> str:
@@ -531,6 +569,12 @@ def sweep_figure(results: dict) -> str:
     lockstep_rows = "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f}' for v in m["lockstep"])
     lockstep_plot = (', $lockstep using 1:2 with points pointtype 2 pointsize 2 linewidth 2 linecolor rgb "#d62728" '
                      f'title "measured, every wait exactly {results["params"]["query_ms"]} ms"') if m["lockstep"] else ""
+    measured_title = f"measured, waits varied by ±{m['jitter']:.0%}" if m.get("jitter") else "measured"
+    wide_rows = "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f}' for v in m["wide_jitter"])
+    if m["wide_jitter"]:
+        spread = m["wide_jitter"][0]["extra"]["query_jitter"]
+        lockstep_plot += (', $wide using 1:2 with points pointtype 9 pointsize 1.8 linecolor rgb "#9467bd" '
+                          f'title "measured, waits varied by ±{spread:.0%}"')
     ceiling = m.get("ceiling")
     # The queueing curve, and Little's law for the latency it implies (c requests in flight).
     curve = ""
@@ -566,8 +610,11 @@ EOD
 $lockstep << EOD
 {lockstep_rows}
 EOD
+$wide << EOD
+{wide_rows}
+EOD
 plot littles(x) with lines linewidth 2 linecolor rgb "#999999" title "Little's law: min({c}, pool) / {busy:.1f} ms"{extra_plots}, \\
-     $data using 1:2 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "measured"{lockstep_plot}
+     $data using 1:2 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "{measured_title}"{lockstep_plot}
 set xlabel "pool size (connections = database.dispatcher threads)"
 set ylabel "latency (ms)"
 set yrange [0:*]
@@ -586,5 +633,5 @@ LAB = JdbcDispatcher(
             "then a sweep over pool sizes.",
     defaults={"concurrency": 64, "requests": 1500, "pool_size": 20, "query_ms": 80,
               "connection_timeout_ms": 250, "oversized": 64, "sweep": "also", "pools": "2,4,8,16,32,48,64",
-              "lockstep_pool": 32},
+              "lockstep_pool": 32, "wide_jitter_pool": 64},
 )
