@@ -62,7 +62,7 @@ def add_run_options(parser: argparse.ArgumentParser, lab=None) -> None:
     """The options of `scripts/lab run` that do not choose the server's set-up."""
     variants = f": {', '.join(lab.variants())}" if lab else ""
     parser.add_argument("--variant", action="append", default=[], metavar="NAME",
-                        help=f"run only this variant (repeatable){variants}")
+                        help=f"run only this variant (repeatable; in the order given){variants}")
     parser.add_argument("--target", metavar="URL",
                         help="load the server `scripts/lab serve` runs at URL (http://HOST:PORT), on another "
                              "machine, instead of building and starting one here. Runs only the variants that "

@@ -32,6 +32,8 @@ class Step:
     requests: int
     # -D properties for the server. Steps with different properties get a server of their own.
     server_props: dict[str, str] = field(default_factory=dict)
+    # A server of its own even after a step with the same properties (a repeat on a fresh server).
+    fresh_server: bool = False
     # Key in the app's /pools report whose `threads` bound the throughput (None: no pool bound).
     pool: str | None = None
     # Time one request holds a thread, in ms, for Little's law (None: no prediction).

@@ -93,7 +93,9 @@ def select_steps(lab: Lab, params: dict, wanted: tuple[str, ...]) -> list[Step]:
     if unknown:
         raise UsageError(f"unknown variant(s) {', '.join(unknown)} for lab {lab.name}. "
                          f"Variants: {', '.join(names)}")
-    return [s for s in steps if s.name in wanted]
+    # In the order asked for: a repeat can then run right after the step it repeats.
+    by_name = {s.name: s for s in steps}
+    return [by_name[name] for name in dict.fromkeys(wanted)]
 
 
 def _cpu_set(cpus: str) -> set[int]:
@@ -108,7 +110,7 @@ def group_by_server(steps: list[Step]) -> list[tuple[dict, list[Step]]]:
     """Consecutive steps with the same server properties share one server start."""
     groups: list[tuple[dict, list[Step]]] = []
     for step in steps:
-        if groups and groups[-1][0] == step.server_props:
+        if groups and groups[-1][0] == step.server_props and not step.fresh_server:
             groups[-1][1].append(step)
         else:
             groups.append((step.server_props, [step]))

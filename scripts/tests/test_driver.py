@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from pul import ab, lab, results
-from pul.run import group_by_server, pinning, RunOptions
+from pul.run import group_by_server, pinning, RunOptions, select_steps
 from pul.lab import Step
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,6 +86,24 @@ def test_steps_with_the_same_server_properties_share_a_server():
              Step("d", "d", 1, 1, server_props={"x": "1"}), Step("e", "e", 1, 1)]
     groups = group_by_server(steps)
     assert [[s.name for s in g] for _, g in groups] == [["a", "b"], ["c", "d"], ["e"]]
+
+
+def test_a_fresh_server_step_never_shares_the_previous_server():
+    steps = [Step("a", "a", 1, 1), Step("a-again", "a", 1, 1, fresh_server=True), Step("b", "b", 1, 1)]
+    assert [[s.name for s in g] for _, g in group_by_server(steps)] == [["a"], ["a-again", "b"]]
+
+
+def test_chosen_variants_run_in_the_order_given():
+    from pul.errors import UsageError
+    from pul.labs.lab04 import LAB as LAB04
+
+    chosen = ("none", "none-again", "plain-x1", "none")
+    steps = select_steps(LAB04, {**LAB04.defaults, "chain_lengths": "1"}, chosen)
+    assert [s.name for s in steps] == ["none", "none-again", "plain-x1"]
+    # ... and the repeat gets a server of its own, although its set-up is the baseline's.
+    assert [[s.name for s in g] for _, g in group_by_server(steps)] == [["none"], ["none-again"], ["plain-x1"]]
+    with pytest.raises(UsageError, match="unknown variant"):
+        select_steps(LAB04, {**LAB04.defaults, "chain_lengths": "1"}, ("nonesuch",))
 
 
 def test_pinning_puts_server_and_load_on_different_cores():

@@ -102,11 +102,14 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
     assert 0.8 * littles[4] <= rate[4] <= 1.1 * littles[4], summary
     # It rises with the pool (Little's law alone: 8x; the CPU limit allows about 7x)...
     assert rate[32] >= 3 * rate[4], summary
-    # ...onto a plateau below PostgreSQL's CPU limit, not far below: the limit assumes PostgreSQL
-    # has its core to itself, and ab and the driver take a share of it. 32 and 64 connections
-    # both sit on it: the prediction for both is the limit...
+    # ...onto a plateau at PostgreSQL's CPU limit: the prediction for both 32 and 64 connections.
+    # Measured 0.69-1.05 of the limit on CI and here: the plateau sits below it (ab takes a share
+    # of the core, and the queries still bunch up a little), and the limit itself comes from
+    # calibrations that follow this VM's speed, which drifts by about 15% within a minute (CPU per
+    # query 2.9-3.9 ms on one server). Far from Little's law alone (3x the limit at 64) and from
+    # a thread-bound collapse.
     for n in (32, 64):
-        assert 0.6 * ceiling <= rate[n] <= 1.05 * ceiling, f"pool {n}: {summary}"
+        assert 0.5 * ceiling <= rate[n] <= 1.2 * ceiling, f"pool {n}: {summary}"
     # ...so twice the connections do not double the throughput, as Little's law alone would. (32
     # is just past the corner: 64 may gain up to about a fifth, 27% measured on CI, or lose as
     # much to the extra backends sharing one core: 64/32 was 0.83 to 1.27 on CI and here.)

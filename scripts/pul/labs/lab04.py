@@ -89,6 +89,7 @@ class FilterCost(Lab):
                      server_props={"lab.filters": setup, "lab.chain-length": str(length),
                                    # Play's defaults minus CSRF: what the CSRF filter costs on its own.
                                    **({"play.filters.disabled.0": CSRF_FILTER} if name == NO_CSRF else {})},
+                     fresh_server=name == BASELINE_AGAIN,
                      extra={"setup": setup, "chain_length": length if setup in KINDS else
                             (0 if setup == "none" else None)})
                 for name, setup, length in setups]
