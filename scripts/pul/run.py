@@ -88,13 +88,12 @@ def select_steps(lab: Lab, params: dict, wanted: tuple[str, ...]) -> list[Step]:
     steps = lab.steps(params)
     if not wanted:
         return steps
-    names = [s.name for s in steps]
-    unknown = [w for w in wanted if w not in names]
+    by_name = {s.name: s for s in steps}
+    unknown = [w for w in wanted if w not in by_name]
     if unknown:
         raise UsageError(f"unknown variant(s) {', '.join(unknown)} for lab {lab.name}. "
-                         f"Variants: {', '.join(names)}")
+                         f"Variants: {', '.join(by_name)}")
     # In the order asked for: a repeat can then run right after the step it repeats.
-    by_name = {s.name: s for s in steps}
     return [by_name[name] for name in dict.fromkeys(wanted)]
 
 

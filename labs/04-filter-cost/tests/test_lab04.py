@@ -1,8 +1,8 @@
 """Lab 04, measured for real: plain Filters cost more than EssentialFilters, and more of them cost more.
 
 A short run (three set-ups with eight filters or none, and the baseline twice,
-each on a fresh server, a few seconds each) on a shared two-core machine: the assertions check the direction and rough size of
-the effect the chapter teaches, with margins that survive noise. The driver
+each on a fresh server, a few seconds each) on a shared two-core machine: the
+assertions check the direction and rough size of the effect the chapter teaches, with margins that survive noise. The driver
 itself checks, after each step, that the server ran the set-up being measured
 and that every filter in the chain saw every request.
 """

@@ -38,6 +38,10 @@ SWEEP_REQUESTS_FACTOR = 2
 LOCKSTEP = "lockstep-pool="
 # ... and of the step whose waits differ twice as much as the sweep's (±100% instead of ±50%).
 WIDE_JITTER = "wide-jitter-pool="
+# The sweep's extra steps: one pool size once more, with only the waits' jitter changed.
+# (name prefix, the option giving the pool size, lab.query-jitter)
+JITTER_STEPS = ((LOCKSTEP, "lockstep_pool", 0.0),  # identical waits: the connections fall into lockstep
+                (WIDE_JITTER, "wide_jitter_pool", 1.0))  # waits spread twice as wide: they bunch up less
 # Queries /calibrate times (after its warm-up): about a second of PostgreSQL's CPU, read from /proc
 # in 10 ms ticks, so the CPU per query is known to about 1%.
 CALIBRATION_RUNS = 300
@@ -113,7 +117,7 @@ class CpuMeter(threading.Thread):
 
 class JdbcDispatcher(Lab):
     # --query-ms 0: no wait, the query alone; --lockstep-pool 0 / --wide-jitter-pool 0: no such step.
-    ZERO_ALLOWED = ("query_ms", "lockstep_pool", "wide_jitter_pool")
+    ZERO_ALLOWED = ("query_ms", *(key for _, key, _ in JITTER_STEPS))
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -156,7 +160,7 @@ class JdbcDispatcher(Lab):
             raise UsageError("--connection-timeout-ms must be at least 250 (HikariCP's minimum)")
         if params["query_ms"] < 0:
             raise UsageError("--query-ms must be 0 or more")
-        for key in ("lockstep_pool", "wide_jitter_pool"):
+        for _, key, _ in JITTER_STEPS:
             if not 0 <= params[key] <= 90:
                 raise UsageError(f"--{key.replace('_', '-')} must be between 0 (skip) and 90")
         for key in ("pool_size", "oversized"):
@@ -196,16 +200,10 @@ class JdbcDispatcher(Lab):
 
     def _sweep_steps(self, params: dict) -> list[Step]:
         steps = [self._sweep_step(params, f"pool={size}", size) for size in parse_pools(params["pools"])]
-        if params["lockstep_pool"]:
-            # The same pool with every wait exactly query-ms: the connections fall into lockstep.
-            size = params["lockstep_pool"]
-            steps.append(self._sweep_step(params, f"{LOCKSTEP}{size}", size, {"lab.query-jitter": "0"},
-                                          {"query_jitter": 0}))
-        if params["wide_jitter_pool"]:
-            # The same pool with waits spread twice as wide: the connections bunch up less.
-            size = params["wide_jitter_pool"]
-            steps.append(self._sweep_step(params, f"{WIDE_JITTER}{size}", size, {"lab.query-jitter": "1"},
-                                          {"query_jitter": 1.0}))
+        for prefix, key, jitter in JITTER_STEPS:
+            if size := params[key]:
+                steps.append(self._sweep_step(params, f"{prefix}{size}", size, {"lab.query-jitter": f"{jitter:g}"},
+                                              {"query_jitter": jitter}))
         return steps
 
     def _sweep_step(self, params: dict, name: str, size: int, props: dict | None = None,
@@ -566,15 +564,17 @@ def sweep_figure(results: dict) -> str:
                      for v in variants)
     sizes = [v["extra"]["pool_size"] for v in variants]
     low, high = min(sizes) / 1.3, max(sizes) * 1.3
-    lockstep_rows = "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f}' for v in m["lockstep"])
-    lockstep_plot = (', $lockstep using 1:2 with points pointtype 2 pointsize 2 linewidth 2 linecolor rgb "#d62728" '
-                     f'title "measured, every wait exactly {results["params"]["query_ms"]} ms"') if m["lockstep"] else ""
-    measured_title = f"measured, waits varied by ±{m['jitter']:.0%}" if m.get("jitter") else "measured"
-    wide_rows = "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f}' for v in m["wide_jitter"])
+    def point_rows(steps: list[dict]) -> str:
+        return "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f}' for v in steps)
+
+    # The extra steps, as single points beside the sweep's line.
+    extra_points = (', $lockstep using 1:2 with points pointtype 2 pointsize 2 linewidth 2 linecolor rgb "#d62728" '
+                    f'title "measured, every wait exactly {results["params"]["query_ms"]} ms"') if m["lockstep"] else ""
     if m["wide_jitter"]:
         spread = m["wide_jitter"][0]["extra"]["query_jitter"]
-        lockstep_plot += (', $wide using 1:2 with points pointtype 9 pointsize 1.8 linecolor rgb "#9467bd" '
-                          f'title "measured, waits varied by ±{spread:.0%}"')
+        extra_points += (', $wide using 1:2 with points pointtype 9 pointsize 1.8 linecolor rgb "#9467bd" '
+                         f'title "measured, waits varied by ±{spread:.0%}"')
+    measured_title = f"measured, waits varied by ±{m['jitter']:.0%}" if m.get("jitter") else "measured"
     ceiling = m.get("ceiling")
     # The queueing curve, and Little's law for the latency it implies (c requests in flight).
     curve = ""
@@ -608,13 +608,13 @@ $queueing << EOD
 {curve}
 EOD
 $lockstep << EOD
-{lockstep_rows}
+{point_rows(m["lockstep"])}
 EOD
 $wide << EOD
-{wide_rows}
+{point_rows(m["wide_jitter"])}
 EOD
 plot littles(x) with lines linewidth 2 linecolor rgb "#999999" title "Little's law: min({c}, pool) / {busy:.1f} ms"{extra_plots}, \\
-     $data using 1:2 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "{measured_title}"{lockstep_plot}
+     $data using 1:2 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "{measured_title}"{extra_points}
 set xlabel "pool size (connections = database.dispatcher threads)"
 set ylabel "latency (ms)"
 set yrange [0:*]
