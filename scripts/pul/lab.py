@@ -1,8 +1,13 @@
 """What a lab is, for the driver: its steps, its prediction, its book artifacts.
 
-Each lab has a module `pul.labs.labNN` holding a `LAB = Lab(...)` object (or a
-subclass for labs that need more: a database, a sweep, repetitions). The Play
-project and its bench.sh live in `labs/NN-name/`.
+A lab is its folder, `labs/NN-name/`: the Play project and its bench.sh, plus
+- `lab.toml`: number, title, summary, the defaults of its options, the tools it needs
+  and the book files its report writes;
+- `driver.py`: one subclass of `Lab` (its options, steps, prediction, checks);
+- `report.py` (optional): pure functions from a results file to text:
+  `render(results, lab) -> {path: text}`, `summary_notes(results) -> [line]` and
+  `table_columns(results)`.
+`load()` reads a folder into a `Lab`; nothing here names a lab.
 """
 
 from __future__ import annotations
@@ -10,16 +15,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import inspect
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from . import tools
-from .errors import UsageError
+from .labs import LABS_DIR, package_name
+from .errors import LabError, UsageError
 
 REPO = Path(__file__).resolve().parents[2]
-LABS_DIR = REPO / "labs"
+LAB_FILE = "lab.toml"
 
 
 @dataclass
@@ -64,9 +72,27 @@ class Step:
 
 
 @dataclass
+class Services:
+    """What a lab's services() hook started for its servers (lab 03: a database)."""
+
+    # -D properties and environment variables every server of the run gets.
+    properties: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    # The lab's own handles, for its inspect_server() and verify_step() (a database, a CPU meter).
+    handles: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Prediction:
+    """What the model says of a step, computed from the step and what the server reported;
+    predict() returns it and changes nothing."""
+
     requests_per_sec: float | None
     explanation: str
+    # What the prediction learnt on the way (calibration, other bounds), kept in the variant's extra.
+    facts: dict = field(default_factory=dict)
+    # The time one request holds a thread, when the model found it (else the step's service_ms).
+    service_ms: float | None = None
 
 
 class Lab:
@@ -82,20 +108,18 @@ class Lab:
     # Integer options for which 0 means something (the others must be at least 1).
     ZERO_ALLOWED: tuple[str, ...] = ()
 
-    def __init__(self, number: str, title: str, summary: str, defaults: dict,
-                 tools_needed: tuple = tools.BASE_TOOLS):
+    def __init__(self, lab_dir: Path, number: str, title: str, summary: str, defaults: dict,
+                 tools_needed: tuple = (), book_outputs: tuple[str, ...] = ()):
+        self.dir = lab_dir
         self.number = number
         self.title = title
         self.summary = summary
         self.defaults = defaults
         self.tools_needed = tools_needed
+        # The files under book/ that report() may write (lab.toml's [book] outputs).
+        self.book_outputs = book_outputs
 
     # -- identity ---------------------------------------------------------
-    @property
-    def dir(self) -> Path:
-        matches = sorted(LABS_DIR.glob(f"{self.number}-*"))
-        return matches[0]
-
     @property
     def name(self) -> str:
         return self.dir.name
@@ -103,6 +127,17 @@ class Lab:
     @property
     def bench(self) -> Path:
         return self.dir / "bench.sh"
+
+    @property
+    def package(self) -> str:
+        """The lab's folder as a Python package (pul.labs)."""
+        return package_name(self.number)
+
+    def module(self, name: str):
+        """One of the lab's Python files, imported (None if it has none of that name)."""
+        if not (self.dir / f"{name}.py").exists():
+            return None
+        return importlib.import_module(f"{self.package}.{name}")
 
     # -- command line -----------------------------------------------------
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -133,11 +168,11 @@ class Lab:
         raise NotImplementedError
 
     @contextlib.contextmanager
-    def services(self, context) -> Iterator[dict[str, str]]:
-        """Things the server needs running first (a database); yields extra -D properties."""
-        yield {}
+    def services(self, context, params: dict) -> Iterator[Services]:
+        """Things the server needs running first (a database), stopped when the run ends."""
+        yield Services()
 
-    def inspect_server(self, server) -> dict:
+    def inspect_server(self, server, services: Services) -> dict:
         """What the driver learns from a freshly started server before measuring: its /pools report
         (the effective pool sizes), plus whatever else a lab calibrates there."""
         return server.pools()
@@ -157,47 +192,82 @@ class Lab:
         return Prediction(round(in_service / (step.service_ms / 1000.0), 1),
                           f"{why} / {step.service_ms:g} ms")
 
-    def verify_step(self, step: Step, server, record: dict) -> None:
+    def verify_step(self, step: Step, server, record: dict, services: Services) -> None:
         """After a step is measured: check the server really ran what the step meant to measure
         (raise LabError if not). `server.get(path)` reads the running server."""
 
-    # -- results ----------------------------------------------------------
+    # -- results (the lab's report.py) ------------------------------------
     def table_columns(self, results: dict):
         """Columns of the table `scripts/lab run` prints (None: results.STANDARD_COLUMNS)."""
-        return None
+        report = self.module("report")
+        return report.table_columns(results) if hasattr(report, "table_columns") else None
 
     def summary_notes(self, results: dict) -> list[str]:
         """Lines printed under the table (lab-specific observations)."""
-        return []
+        report = self.module("report")
+        return report.summary_notes(results) if hasattr(report, "summary_notes") else []
 
     def report(self, results: dict) -> dict[str, str]:
         """Book artifacts, {path relative to the repository: content}, from a results file."""
-        return {}
+        report = self.module("report")
+        if not hasattr(report, "render"):
+            return {}
+        artifacts = report.render(results, self)
+        undeclared = sorted(set(artifacts) - set(self.book_outputs))
+        if undeclared:
+            raise LabError(f"{self.dir / 'report.py'} writes {', '.join(undeclared)}, which {LAB_FILE}'s "
+                           "[book] outputs does not list")
+        return artifacts
 
 
-def _module_name(number: str) -> str:
-    return f"pul.labs.lab{number}"
+def _check_keys(path: Path, table: dict, required: dict, optional: dict) -> None:
+    for key in required:
+        if key not in table:
+            raise LabError(f"{path}: missing {key!r}")
+    for key, value in table.items():
+        kind = required.get(key) or optional.get(key)
+        if kind is None:
+            raise LabError(f"{path}: unknown key {key!r} (known: {', '.join([*required, *optional])})")
+        if not isinstance(value, kind):
+            raise LabError(f"{path}: {key!r} must be a {kind.__name__} (got {value!r})")
+
+
+def load(lab_dir: Path) -> Lab:
+    """The lab in `lab_dir`: its lab.toml, and the Lab subclass its driver.py defines."""
+    path = lab_dir / LAB_FILE
+    try:
+        meta = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise LabError(f"{path}: {error}")
+    _check_keys(path, meta, {"title": str, "summary": str, "defaults": dict},
+                {"tools": list, "book": dict})
+    book = meta.get("book", {})
+    _check_keys(path, book, {}, {"chapter": str, "outputs": list})
+    number = lab_dir.name[:2]
+    if not (lab_dir / "driver.py").exists():
+        raise LabError(f"{lab_dir} has {LAB_FILE} but no driver.py (see CONTRIBUTING.md, \"Adding a lab\")")
+    module = importlib.import_module(f"{package_name(number)}.driver")
+    classes = [cls for _, cls in inspect.getmembers(module, inspect.isclass)
+               if issubclass(cls, Lab) and cls.__module__ == module.__name__]
+    if len(classes) != 1:
+        raise LabError(f"{lab_dir / 'driver.py'} must define exactly one subclass of pul.lab.Lab "
+                       f"(found {', '.join(c.__name__ for c in classes) or 'none'})")
+    return classes[0](lab_dir, number, meta["title"], meta["summary"], dict(meta["defaults"]),
+                      tools.named(meta.get("tools", [])), tuple(book.get("outputs", ())))
 
 
 def all_labs() -> list[tuple[str, Path, Lab | None]]:
-    """(number, directory, Lab or None when the driver has no module for it)."""
+    """(number, directory, Lab or None when the folder has no lab.toml)."""
     found = []
     for lab_dir in sorted(LABS_DIR.glob("[0-9][0-9]-*")):
-        if not lab_dir.is_dir():
-            continue
-        number = lab_dir.name[:2]
-        try:
-            module = importlib.import_module(_module_name(number))
-            found.append((number, lab_dir, module.LAB))
-        except ModuleNotFoundError as error:
-            if error.name != _module_name(number):
-                raise
-            found.append((number, lab_dir, None))
+        if lab_dir.is_dir():
+            has_lab = (lab_dir / LAB_FILE).exists()
+            found.append((lab_dir.name[:2], lab_dir, load(lab_dir) if has_lab else None))
     return found
 
 
 def resolve(name: str) -> Lab:
-    """A lab from `01`, `1`, `01-non-blocking` or `labs/01-non-blocking/`."""
+    """A lab from its number (`NN` or `N`), its folder's name (`NN-name`) or path (`labs/NN-name/`)."""
     labs = all_labs()
     wanted = Path(name.rstrip("/")).name
     match = re.match(r"^(\d{1,2})(?:-|$)", wanted)
@@ -205,7 +275,8 @@ def resolve(name: str) -> Lab:
         if wanted == lab_dir.name or (match and int(match.group(1)) == int(number)
                                       and (wanted == match.group(1) or wanted == lab_dir.name)):
             if lab is None:
-                raise UsageError(f"lab {lab_dir.name} has no driver support yet.")
+                raise UsageError(f"{lab_dir} has no {LAB_FILE}, so the driver cannot run it "
+                                 "(see CONTRIBUTING.md, \"Adding a lab\").")
             return lab
     listing = "\n".join(f"  {lab_dir.name}" for _, lab_dir, _ in labs) or "  (none)"
     raise UsageError(f"unknown lab {name!r}. The labs are:\n{listing}")

@@ -16,7 +16,7 @@ from . import limits, machine, report, results, tools
 from .ab import AbResult, BenchRun
 from .wrk import WrkRun
 from .errors import LabError, ServerFailed, UsageError
-from .lab import Lab, Step
+from .lab import Lab, Services, Step
 from .probe import StatusPoller
 from .procs import Children, run_id
 from .progress import Progress
@@ -303,7 +303,7 @@ def variant_record(lab: Lab, step: Step, ab: AbResult, probe: dict | None, cpu: 
         "prediction": prediction.explanation,
         "pool": step.pool,
         "pool_threads": pools["pools"][step.pool]["threads"] if step.pool else None,
-        "service_ms": step.service_ms,
+        "service_ms": prediction.service_ms if prediction.service_ms is not None else step.service_ms,
         "server_properties": step.server_props,
         "ab_command": ab.command,
         "ab_output": str(cpu.get("output", raw_dir / f"{step.name}.ab.txt").relative_to(results_dir)),
@@ -316,7 +316,7 @@ def variant_record(lab: Lab, step: Step, ab: AbResult, probe: dict | None, cpu: 
         # Share of the load generator's cores busy with anything (None: not pinned).
         "load_cores_busy": cpu.get("load_cores_busy"),
         "probe": None if probe is None else {"path": step.probe, **probe},
-        "extra": {k: v for k, v in step.extra.items() if k != "bench_env"},
+        "extra": {**{k: v for k, v in step.extra.items() if k != "bench_env"}, **prediction.facts},
     }
     return record
 
@@ -367,15 +367,17 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                         "load it from another machine" if same_machine else ""):
             # A remote server's build and services (lab 03's database) belong to its machine.
             script = None if remote else build(lab.dir, children, progress, force=options.rebuild)
-            services = contextlib.nullcontext({}) if remote else lab.services(Context(children, progress, work_dir))
-            with services as service_props:
+            started_services = (contextlib.nullcontext(Services()) if remote
+                                else lab.services(Context(children, progress, work_dir), params))
+            with started_services as services:
                 for props, group in group_by_server(steps):
                     server = remote or Server(script, options.port or free_port(), work_dir / "server.log",
                                               pin["server_cpus"],
-                                              server_properties(lab, params, props, options.settings, service_props))
+                                              server_properties(lab, params, props, options.settings,
+                                                                services.properties), env=services.env)
                     try:
                         server.start(children, progress)
-                        pools = lab.inspect_server(server)
+                        pools = lab.inspect_server(server, services)
                         pools_seen = pools_seen or pools
                         # Warm every variant first: the JIT's work for one variant speeds up
                         # the others, so measuring right after each one's own warm-up would
@@ -391,7 +393,7 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                                 record["extra"]["runs"] = runs
                             if warmups[step.name] is not None:
                                 record["warmup"] = warmups[step.name]
-                            lab.verify_step(step, server, record)
+                            lab.verify_step(step, server, record, services)
                             variants.append(record)
                             _print_step(record, progress)
                     finally:

@@ -63,10 +63,10 @@ def serve(lab: Lab, params: dict, options: ServeOptions, setup_args: list[str]) 
     try:
         with bench_lock(progress):
             script = build(lab.dir, children, progress, force=options.rebuild)
-            with lab.services(Context(children, progress, work_dir)) as service_props:
+            with lab.services(Context(children, progress, work_dir), params) as services:
                 server = Server(script, options.port, work_dir / "serve.log", pin["server_cpus"],
-                                server_properties(lab, params, props, options.settings, service_props),
-                                host=options.listen)
+                                server_properties(lab, params, props, options.settings, services.properties),
+                                host=options.listen, env=services.env)
                 try:
                     server.start(children, progress)
                     progress.clear()

@@ -139,7 +139,8 @@ class Server:
     cpu_source = "proc"
 
     def __init__(self, script: Path, port: int, log_path: Path, server_cpus: str | None,
-                 properties: dict[str, str], heap: str = "1g", host: str = "127.0.0.1"):
+                 properties: dict[str, str], heap: str = "1g", host: str = "127.0.0.1",
+                 env: dict[str, str] | None = None):
         self.script = script
         self.host = host
         self.port = port
@@ -147,6 +148,8 @@ class Server:
         self.server_cpus = server_cpus
         self.properties = properties
         self.heap = heap
+        # Added to the driver's environment (a database's address and password).
+        self.env = env or {}
         self.child: Child | None = None
 
     @property
@@ -174,7 +177,8 @@ class Server:
         self._log = self.log_path.open("w")
         progress.step(f"starting the server on {self.base_url}"
                       + (f", pinned to CPU {self.server_cpus}" if self.server_cpus is not None else ""))
-        self.child = children.start(self.command(), stdout=self._log, name="play server")
+        self.child = children.start(self.command(), env={**os.environ, **self.env}, stdout=self._log,
+                                    name="play server")
         deadline = time.monotonic() + timeout
         while True:
             if self.child.poll() is not None:

@@ -17,6 +17,14 @@ REPO = Path(__file__).resolve().parents[2]
 LAB = [sys.executable, str(REPO / "scripts" / "lab")]
 
 
+def this_lab(test_file: str):
+    """The lab whose tests/ holds `test_file` (a test's __file__): its tests then follow the
+    folder when it is copied to a new number."""
+    from .lab import load
+
+    return load(Path(test_file).resolve().parents[1])
+
+
 def run_lab(lab: str, *args: str, results_dir: Path, timeout: float = 900) -> dict:
     """`scripts/lab run LAB ARGS --results-dir DIR --no-report`; returns the results JSON."""
     env = dict(os.environ, **{RUN_ID_VARIABLE: "test" + uuid.uuid4().hex[:10]})

@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import MissingTool
+from .errors import LabError, MissingTool
 from .progress import Progress
 
 
@@ -33,6 +33,15 @@ POSTGRES = Tool("postgres", "postgresql", "the PostgreSQL server",
                 ("/usr/lib/postgresql/*/bin/postgres",))
 
 BASE_TOOLS = (JAVA, CURL, AB, TASKSET)
+BY_COMMAND = {tool.command: tool for tool in (AB, TASKSET, JAVA, CURL, GNUPLOT, WRK, INITDB, POSTGRES)}
+
+
+def named(commands) -> tuple[Tool, ...]:
+    """The tools with these commands (a lab.toml's `tools`)."""
+    unknown = [c for c in commands if c not in BY_COMMAND]
+    if unknown:
+        raise LabError(f"unknown tool(s) {', '.join(map(repr, unknown))}; known: {', '.join(BY_COMMAND)}")
+    return tuple(BY_COMMAND[c] for c in commands)
 
 
 def locate(tool: Tool) -> str | None:

@@ -95,7 +95,9 @@ def test_a_fresh_server_step_never_shares_the_previous_server():
 
 def test_chosen_variants_run_in_the_order_given():
     from pul.errors import UsageError
-    from pul.labs.lab04 import LAB as LAB04
+    from pul.lab import resolve
+
+    LAB04 = resolve("04")
 
     chosen = ("none", "none-again", "plain-x1", "none")
     steps = select_steps(LAB04, {**LAB04.defaults, "chain_lengths": "1"}, chosen)

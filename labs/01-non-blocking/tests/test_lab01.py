@@ -16,6 +16,9 @@ import pytest
 from pul.procs import processes_with_run_id
 from pul.testing import Driver, by_name, run_lab
 
+# A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
+pytestmark = pytest.mark.slow
+
 SMOKE = ("--work-ms", "100", "--concurrency", "50", "--requests", "800")
 
 

@@ -17,6 +17,9 @@ from pul.probe import CLOCK_TICKS
 from pul.server import free_port
 from pul.testing import Driver, by_name, run_lab
 
+# A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
+pytestmark = pytest.mark.slow
+
 SET_UP = ("--work-ms", "100", "--concurrency", "20")
 QUICK = ("--requests", "150", "--warmup", "0", "--variant", "java-blocking", "--variant", "scala-offloaded")
 

@@ -12,6 +12,9 @@ import pytest
 
 from pul.testing import by_name, run_lab
 
+# A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
+pytestmark = pytest.mark.slow
+
 MAIN_VARIANTS = ("blocking", "commonpool", "default-ec", "custom-ec", "ws")
 SMOKE = ("--work-ms", "100", "--concurrency", "50", "--requests", "600",
          *(arg for name in MAIN_VARIANTS for arg in ("--variant", name)))

@@ -34,6 +34,9 @@ WITH_POSTGRES = str(REPO / "scripts" / "with-postgres")
 sys.path.insert(0, str(REPO / "scripts"))
 from pul.procs import processes_with_run_id  # noqa: E402
 
+# A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
+pytestmark = pytest.mark.slow
+
 POOLS = (4, 16, 32, 64)
 # Lockstep costs most near the corner (chapter 3, exercise 4): about 16 connections on the
 # machines seen so far (3-5 ms of PostgreSQL CPU per request); further past it, the convoy

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from pul.labs.lab05 import little_check, open_steps, sweep
-from pul.testing import run_lab
+from pul.testing import run_lab, this_lab
+
+# A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
+pytestmark = pytest.mark.slow
+
+report = this_lab(__file__).module("report")
+little_check, open_steps, sweep = report.little_check, report.open_steps, report.sweep
 
 TOP = 64
 

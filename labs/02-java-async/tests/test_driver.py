@@ -6,8 +6,12 @@ import subprocess
 import sys
 
 from pul.lab import REPO
-from pul.labs.lab02 import COMMON_PARALLELISM, JVM_DEFAULT, LAB
 from pul.run import group_by_server
+from pul.testing import this_lab
+
+LAB = this_lab(__file__)
+COMMON_PARALLELISM = LAB.module("driver").COMMON_PARALLELISM
+JVM_DEFAULT = LAB.module("driver").JVM_DEFAULT
 
 PARAMS = dict(LAB.defaults)
 
@@ -46,7 +50,8 @@ def test_a_thread_per_task_common_pool_bounds_nothing():
     prediction = LAB.predict(jvm_default, pools(None, 1), PARAMS)
     assert prediction.requests_per_sec == round(50 / 0.030, 1)
     assert "new thread per task" in prediction.explanation
-    assert jvm_default.extra["completable_future_executor"] == "a new thread per task"
+    assert prediction.facts["completable_future_executor"] == "a new thread per task"
+    assert "completable_future_executor" not in jvm_default.extra  # predict() changes nothing
 
 
 def test_common_parallelism_is_an_option_and_must_be_positive():

@@ -10,7 +10,11 @@ import pytest
 from pul import wrk
 from pul.errors import LoadFailed
 from pul.lab import REPO
-from pul.labs.lab04 import LAB, analyse, limit_of
+from pul.testing import this_lab
+
+LAB = this_lab(__file__)
+analyse = LAB.module("report").analyse
+limit_of = LAB.module("report").limit_of
 
 WRK_OUTPUT = """$ wrk -t 2 -c 50 -d 2s --timeout 30s -s scripts/lib/wrk-report.lua http://127.0.0.1:5/status
 Running 2s test @ http://127.0.0.1:5/status

@@ -2,7 +2,12 @@
 
 import pytest
 
-from pul.labs.lab03 import _calibration_spread, _wide_jitter_line, mean_value_analysis
+from pul.testing import this_lab
+
+LAB = this_lab(__file__)
+mean_value_analysis = LAB.module("driver").mean_value_analysis
+_calibration_spread = LAB.module("report")._calibration_spread
+_wide_jitter_line = LAB.module("report")._wide_jitter_line
 
 
 def test_one_connection_is_never_queued():
@@ -37,16 +42,12 @@ def test_two_cores_double_the_ceiling():
 def _params(*args):
     import argparse
 
-    from pul.labs.lab03 import LAB
-
     parser = argparse.ArgumentParser()
     LAB.add_arguments(parser)
     return LAB.params(parser.parse_args(list(args)))
 
 
 def test_zero_skips_the_lockstep_step_and_means_no_wait():
-    from pul.labs.lab03 import LAB
-
     params = _params("--lockstep-pool", "0", "--wide-jitter-pool", "0", "--query-ms", "0")
     assert params["lockstep_pool"] == 0 and params["query_ms"] == 0
     assert [s.name for s in LAB.steps({**params, "sweep": "only"})] == [
@@ -54,8 +55,6 @@ def test_zero_skips_the_lockstep_step_and_means_no_wait():
 
 
 def test_the_extra_steps_differ_from_their_sweep_step_only_in_the_jitter():
-    from pul.labs.lab03 import LAB
-
     steps = {s.name: s for s in LAB.steps({**_params("--pools", "16,64", "--lockstep-pool", "16",
                                                          "--wide-jitter-pool", "64"), "sweep": "only"})}
     assert list(steps) == ["pool=16", "pool=64", "lockstep-pool=16", "wide-jitter-pool=64"]

@@ -1,191 +1,80 @@
-"""Lab 04: what an HTTP filter costs (none, Play's defaults, chains of no-op filters, a timing filter).
-
-Every set-up is a server configuration of its own (-Dlab.filters, -Dlab.chain-length), so the
-driver starts one server per step. The requests are nearly free, so the measurement is about
-CPU per request: keep-alive on, fixed-time runs repeated, ab and wrk both, and the server's and
-the load generator's CPU recorded to say which of them was the limit.
-"""
+"""Lab 04's analysis of a results file (costs, which tool was the limit), its book artifacts and
+summary lines."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 
-from .. import report, tools
-from ..errors import LabError, UsageError
-from ..lab import Lab, Step
-from ..results import _fmt, machine_line, markdown_table
+from pul import report
+from pul.results import _fmt, machine_line, markdown_table
 
-# The load generator was the limit if it used this share of its core; otherwise the server was,
-# if it used this share of its own (other programs on a shared machine may take the rest).
-LOAD_SATURATED = 0.90
-SERVER_SATURATED = 0.75
-BASELINE = "none"
-BASELINE_AGAIN = "none-again"
-KINDS = ("plain", "essential", "java-plain", "java-essential")
-NO_CSRF = "play-defaults-no-csrf"
-CSRF_FILTER = "play.filters.csrf.CSRFFilter"
-WARMUP_MIN_ROUNDS = 6
-WARMUP_SETTLED = 0.05  # two rounds in a row this close
-# The JIT may spend at most this share of the last warm-up round compiling. On the server's one
-# core it compiles for 30-50 s before it goes quiet (measured with jstat, 2026-11-23), and the
-# throughput climbs meanwhile: two rounds that agree by chance are not enough.
-WARMUP_JIT_QUIET = 0.10
-WARMUP_MAX_ROUNDS = 60  # 2 minutes; the committed run needed up to 31 rounds (plain-x10)
+from .driver import (BASELINE, BASELINE_AGAIN, KINDS, LOAD_SATURATED, NO_CSRF, SERVER_SATURATED,
+                     WARMUP_JIT_QUIET, WARMUP_SETTLED)
 
 
-def parse_lengths(text: str, option: str) -> tuple[int, ...]:
-    try:
-        lengths = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise UsageError(f"{option} takes a comma-separated list of chain lengths, e.g. 1,10 (got {text!r})")
-    if not lengths or any(n < 1 for n in lengths):
-        raise UsageError(f"{option}: every chain length must be at least 1 (got {text!r})")
-    return tuple(sorted(set(lengths)))
+def summary_notes(results: dict) -> list[str]:
+    analysis = analyse(results)
+    notes = [f"Load tools: {analysis['verdict']}"]
+    warmups = [(v["name"], v["warmup"]) for v in results["variants"] if v.get("warmup")]
+    if warmups:
+        counts = [len(w["rounds"]) for _, w in warmups]
+        unsettled = [name for name, w in warmups if not w["settled"]]
+        span = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
+        notes.append(f"Warm-up: {span} rounds of {results['params']['seconds']} s per set-up, "
+                     f"until two agreed within {WARMUP_SETTLED:.0%} and the JIT compiled for under "
+                     f"{WARMUP_JIT_QUIET:.0%} of the last; "
+                     + (f"did NOT settle: {', '.join(unsettled)}." if unsettled else "every set-up settled."))
+    if analysis["baseline_agreement"] is not None:
+        notes.append(f"Baseline repeat: {BASELINE} {analysis['baseline_rate']:,.0f} req/s vs {BASELINE_AGAIN} "
+                     f"{analysis['baseline_again_rate']:,.0f} req/s ({analysis['reference_tool']}), "
+                     f"{analysis['baseline_agreement']:.1%} apart "
+                     f"({'within' if analysis['baseline_agreement'] <= 0.10 else 'NOT within'} 10%).")
+    for kind, fit in analysis["per_filter"].items():
+        notes.append(f"{LABELS[kind]}: about {fit['slope_us']:.1f} µs per filter per request from throughput, "
+                     f"{fit['cpu_slope_us']:.1f} µs from server CPU time (least-squares slope over chain "
+                     f"lengths {', '.join(str(n) for n in fit['lengths'])}).")
+    return notes
 
+def table_columns(results: dict):
+    analysis = analyse(results)
+    ref = analysis["reference_tool"]
 
-class FilterCost(Lab):
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        super().add_arguments(parser)
-        d = self.defaults
-        parser.add_argument("--chain-lengths", default=d["chain_lengths"], metavar="N,N",
-                            help=f"numbers of no-op Scala filters to chain (default {d['chain_lengths']})")
-        parser.add_argument("--java-chain-lengths", default=d["java_chain_lengths"], metavar="N,N",
-                            help=f"numbers of no-op Java filters to chain (default {d['java_chain_lengths']})")
-        parser.add_argument("--repeat", type=int, default=d["repeat"], metavar="N",
-                            help=f"measured runs per set-up and load tool (default {d['repeat']})")
-        parser.add_argument("--seconds", type=int, default=d["seconds"], metavar="S",
-                            help=f"length of each run and warm-up round, in seconds (default {d['seconds']})")
+    def spread(v, tool):
+        s = analysis["tools"][v["name"]].get(tool)
+        return "–" if not s else f"{s['median']:,.0f} ({s['min']:,.0f}–{s['max']:,.0f})"
 
-    def params(self, options: argparse.Namespace) -> dict:
-        params = super().params(options)
-        parse_lengths(params["chain_lengths"], "--chain-lengths")
-        parse_lengths(params["java_chain_lengths"], "--java-chain-lengths")
-        return params
+    def latency(v, key):
+        run = analysis["tools"][v["name"]][ref]["median_run"]
+        return _fmt(run[key], 2)
 
-    def server_properties(self, params: dict) -> dict[str, str]:
-        return {}  # every step carries its own set-up
+    def cost(v, key):
+        value = analysis["cost"][v["name"]][key]
+        return "–" if value is None else f"{value:+.1f}"
 
-    def steps(self, params: dict) -> list[Step]:
-        setups: list[tuple[str, str, int]] = [(BASELINE, "none", 1), ("play-defaults", "play-defaults", 1),
-                                              (NO_CSRF, "play-defaults", 1)]
-        for kind in ("plain", "essential"):
-            setups += [(f"{kind}-x{n}", kind, n) for n in parse_lengths(params["chain_lengths"], "")]
-        for kind in ("java-plain", "java-essential"):
-            setups += [(f"{kind}-x{n}", kind, n) for n in parse_lengths(params["java_chain_lengths"], "")]
-        setups += [("logging-plain", "logging-plain", 1), ("logging-essential", "logging-essential", 1),
-                   # The baseline once more, on a fresh server at the end: how far a repeat run drifts.
-                   (BASELINE_AGAIN, "none", 1)]
-        return [Step(name=name, bench_variant="status", concurrency=params["concurrency"],
-                     # An upper bound only: each run lasts `seconds`.
-                     requests=1_000_000, seconds=params["seconds"], repeat=params["repeat"],
-                     load_tools=("ab", "wrk"), keep_alive=True, warmup_requests=1_000_000,
-                     # Nearly free requests: the JIT's progress shows for tens of seconds, so warm
-                     # up for at least WARMUP_MIN_ROUNDS rounds, until two agree within 5% and the
-                     # JIT has gone quiet.
-                     warmup_settled=WARMUP_SETTLED, warmup_min_rounds=WARMUP_MIN_ROUNDS,
-                     warmup_max_rounds=WARMUP_MAX_ROUNDS, warmup_jit_quiet=WARMUP_JIT_QUIET,
-                     server_props={"lab.filters": setup, "lab.chain-length": str(length),
-                                   # Play's defaults minus CSRF: what the CSRF filter costs on its own.
-                                   **({"play.filters.disabled.0": CSRF_FILTER} if name == NO_CSRF else {})},
-                     fresh_server=name == BASELINE_AGAIN,
-                     extra={"setup": setup, "chain_length": length if setup in KINDS else
-                            (0 if setup == "none" else None)})
-                for name, setup, length in setups]
+    return [
+        ("set-up", lambda v: v["name"], False),
+        ("wrk req/s median (min–max)", lambda v: spread(v, "wrk"), True),
+        ("ab req/s median (min–max)", lambda v: spread(v, "ab"), True),
+        (f"mean ms ({ref})", lambda v: latency(v, "mean_ms"), True),
+        (f"p99 ms ({ref})", lambda v: latency(v, "p99_ms"), True),
+        ("server CPU µs/req", lambda v: _fmt(analysis["cost"][v["name"]]["cpu_us"], 1), True),
+        ("cost µs/req vs none", lambda v: cost(v, "us"), True),
+        ("CPU cost µs/req vs none", lambda v: cost(v, "cpu_cost_us"), True),
+        ("failed", lambda v: _fmt(sum(r["failed"] + r["non_2xx"] for r in v["extra"]["runs"])), True),
+    ]
 
-    # -- checks -----------------------------------------------------------
-    def verify_step(self, step: Step, server, record: dict) -> None:
-        """The running server applied exactly this set-up, and each of its filters saw every request."""
-        body = server.get("/filters")
-        if body is None:
-            raise LabError(f"{step.name}: the server did not answer /filters")
-        report_ = json.loads(body)
-        setup, length = step.server_props["lab.filters"], int(step.server_props["lab.chain-length"])
-        if report_["setup"] != setup:
-            raise LabError(f"{step.name}: the server ran set-up {report_['setup']!r}, not {setup!r}")
-        expected_count = {"none": 0, "play-defaults": None, "logging-plain": 1, "logging-essential": 1}.get(setup, length)
-        chain = report_["filters"]
-        if expected_count is not None and len(chain) != expected_count:
-            raise LabError(f"{step.name}: expected {expected_count} filters, the server has {len(chain)}")
-        if step.name == NO_CSRF and (not chain or any(f["class"] == CSRF_FILTER for f in chain)):
-            raise LabError(f"{step.name}: expected Play's defaults without {CSRF_FILTER}, got "
-                           f"{[f['class'] for f in chain]}")
-        sent = sum(run["complete"] for run in record["extra"].get("runs", [])) or record["complete"]
-        for position, filter_ in enumerate(chain):
-            if filter_["calls"] is not None and filter_["calls"] < sent:
-                raise LabError(f"{step.name}: filter {position} ({filter_['class']}) ran {filter_['calls']} times "
-                               f"but {sent} requests were measured: the set-up was not the one measured")
-        record["extra"]["filters"] = [f["class"] for f in chain]
-
-    # -- analysis ---------------------------------------------------------
-    def predict(self, step, pools, params):
-        from ..lab import Prediction
-        return Prediction(None, "see the chapter: cost per filter, not a pool bound")
-
-    def summary_notes(self, results: dict) -> list[str]:
-        analysis = analyse(results)
-        notes = [f"Load tools: {analysis['verdict']}"]
-        warmups = [(v["name"], v["warmup"]) for v in results["variants"] if v.get("warmup")]
-        if warmups:
-            counts = [len(w["rounds"]) for _, w in warmups]
-            unsettled = [name for name, w in warmups if not w["settled"]]
-            span = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
-            notes.append(f"Warm-up: {span} rounds of {results['params']['seconds']} s per set-up, "
-                         f"until two agreed within {WARMUP_SETTLED:.0%} and the JIT compiled for under "
-                         f"{WARMUP_JIT_QUIET:.0%} of the last; "
-                         + (f"did NOT settle: {', '.join(unsettled)}." if unsettled else "every set-up settled."))
-        if analysis["baseline_agreement"] is not None:
-            notes.append(f"Baseline repeat: {BASELINE} {analysis['baseline_rate']:,.0f} req/s vs {BASELINE_AGAIN} "
-                         f"{analysis['baseline_again_rate']:,.0f} req/s ({analysis['reference_tool']}), "
-                         f"{analysis['baseline_agreement']:.1%} apart "
-                         f"({'within' if analysis['baseline_agreement'] <= 0.10 else 'NOT within'} 10%).")
-        for kind, fit in analysis["per_filter"].items():
-            notes.append(f"{LABELS[kind]}: about {fit['slope_us']:.1f} µs per filter per request from throughput, "
-                         f"{fit['cpu_slope_us']:.1f} µs from server CPU time (least-squares slope over chain "
-                         f"lengths {', '.join(str(n) for n in fit['lengths'])}).")
-        return notes
-
-    def table_columns(self, results: dict):
-        analysis = analyse(results)
-        ref = analysis["reference_tool"]
-
-        def spread(v, tool):
-            s = analysis["tools"][v["name"]].get(tool)
-            return "–" if not s else f"{s['median']:,.0f} ({s['min']:,.0f}–{s['max']:,.0f})"
-
-        def latency(v, key):
-            run = analysis["tools"][v["name"]][ref]["median_run"]
-            return _fmt(run[key], 2)
-
-        def cost(v, key):
-            value = analysis["cost"][v["name"]][key]
-            return "–" if value is None else f"{value:+.1f}"
-
-        return [
-            ("set-up", lambda v: v["name"], False),
-            ("wrk req/s median (min–max)", lambda v: spread(v, "wrk"), True),
-            ("ab req/s median (min–max)", lambda v: spread(v, "ab"), True),
-            (f"mean ms ({ref})", lambda v: latency(v, "mean_ms"), True),
-            (f"p99 ms ({ref})", lambda v: latency(v, "p99_ms"), True),
-            ("server CPU µs/req", lambda v: _fmt(analysis["cost"][v["name"]]["cpu_us"], 1), True),
-            ("cost µs/req vs none", lambda v: cost(v, "us"), True),
-            ("CPU cost µs/req vs none", lambda v: cost(v, "cpu_cost_us"), True),
-            ("failed", lambda v: _fmt(sum(r["failed"] + r["non_2xx"] for r in v["extra"]["runs"])), True),
-        ]
-
-    def report(self, results: dict) -> dict[str, str]:
-        analysis = analyse(results)
-        table = markdown_table(results, self.table_columns(results)) + "\n" + machine_line(results) + "\n"
-        summary = "\n".join(f"- {note}" for note in self.summary_notes(results)) + "\n"
-        return {
-            "book/src/generated/lab04-table.md": table,
-            "book/src/generated/lab04-summary.md": summary,
-            "book/src/generated/lab04-tools.md": tools_table(results, analysis),
-            "book/src/generated/lab04-why.md": why_text(results, analysis),
-            "book/src/figures/lab04-throughput.svg": throughput_figure(results, analysis),
-            "book/src/figures/lab04-cost.svg": cost_figure(results, analysis),
-        }
+def render(results: dict, lab) -> dict[str, str]:
+    analysis = analyse(results)
+    table = markdown_table(results, table_columns(results)) + "\n" + machine_line(results) + "\n"
+    summary = "\n".join(f"- {note}" for note in summary_notes(results)) + "\n"
+    return {
+        "book/src/generated/lab04-table.md": table,
+        "book/src/generated/lab04-summary.md": summary,
+        "book/src/generated/lab04-tools.md": tools_table(results, analysis),
+        "book/src/generated/lab04-why.md": why_text(results, analysis),
+        "book/src/figures/lab04-throughput.svg": throughput_figure(results, analysis),
+        "book/src/figures/lab04-cost.svg": cost_figure(results, analysis),
+    }
 
 
 # -- analysis of a results file -----------------------------------------------------
@@ -517,14 +406,3 @@ def cost_figure(results: dict, analysis: dict) -> str:
                        kinds=("plain", "essential", "java-essential"))
               + "unset multiplot\n")
     return report.gnuplot_svg(script)
-
-
-LAB = FilterCost(
-    number="04",
-    title="What an HTTP filter costs",
-    summary="/status with no filters, Play's default filters, chains of no-op Filters and EssentialFilters "
-            "(Scala and Java), and a timing filter both ways; ab and wrk, repeated runs.",
-    defaults={"concurrency": 50, "chain_lengths": "1,3,10", "java_chain_lengths": "1,3,10", "repeat": 5,
-              "seconds": 2},
-    tools_needed=(*tools.BASE_TOOLS, tools.WRK, tools.GNUPLOT),
-)

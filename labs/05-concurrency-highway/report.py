@@ -1,44 +1,14 @@
-"""Lab 05: the concurrency highway -- a ladder of concurrencies, Little's law, and an open-loop check.
-
-Three sweeps against one server:
-  c=N           the JSON echo (pure CPU on Play's default dispatcher) at c = 1, 2, 4, ... (ab, closed loop)
-  fixed-c=N     the same echo behind a fixed service time on a fixed pool: capacity known in advance
-  open-rate=R   the fixed endpoint at fixed request rates below, near and past its capacity (open loop)
-"""
+"""Lab 05's analysis of a results file (Little's law at every step, the echo's bounds), its book
+artifacts and summary lines."""
 
 from __future__ import annotations
 
-import argparse
 import math
 
-from .. import report
-from ..errors import UsageError
-from ..lab import Lab, Prediction, Step
-from ..results import machine_line
+from pul import report
+from pul.results import machine_line
 
-# ab refuses a concurrency above 20,000 (its MAX_CONCURRENCY).
-AB_MAX_CONCURRENCY = 20000
-# Each step sends at least this many times c requests. A closed-loop run ends with a drain:
-# the last c requests finish while no new ones start, which lowers the average number in
-# flight by about c * R / (2 T) = c / (2 * this); at 10 the drain costs at most 5 %.
-REQUESTS_PER_CONCURRENCY = 10
-# Little's law check: c must lie within X * [lowest, highest possible mean latency], widened by this.
-LITTLE_TOLERANCE = 0.10
-# The fixed-service sweep goes up to this many times the pool size (well past the knee).
-FIXED_LADDER_FACTOR = 8
-# Seconds of load per fixed-service step, and per open-loop rate.
-FIXED_STEP_SECONDS = 4
-OPEN_LOOP_SECONDS = 5
-# Offered rates of the open-loop check, as fractions of the fixed endpoint's capacity.
-OPEN_LOOP_FRACTIONS = (0.5, 0.9, 1.2)
-# Open loop: the most requests in flight the generator may hold (its file descriptors).
-OPEN_LOOP_MAX_IN_FLIGHT = 4000
-
-
-def ladder(top: int) -> list[int]:
-    """1, 2, 4, ... up to top (top itself included when it is not a power of two)."""
-    steps = [2 ** i for i in range(int(math.log2(top)) + 1)]
-    return steps if steps[-1] == top else steps + [top]
+from .driver import LITTLE_TOLERANCE
 
 
 def little_check(v: dict) -> dict:
@@ -109,128 +79,62 @@ def measured_knee(steps: list[dict]) -> dict | None:
     return None
 
 
-class ConcurrencyHighway(Lab):
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        super().add_arguments(parser)
-        parser.add_argument("--max-concurrency", type=int, default=self.defaults["max_concurrency"], metavar="N",
-                            help="top of the echo ladder 1, 2, 4, ... (default %(default)s; up to 20000, "
-                                 "e.g. 10000 for the write-up's largest step)")
-        parser.add_argument("--step-seconds", type=int, default=self.defaults["step_seconds"], metavar="S",
-                            help="seconds at most per echo step (ab -t; default %(default)s)")
-        parser.add_argument("--payload", choices=("small", "large"), default=self.defaults["payload"],
-                            help="JSON body: small (~190 bytes, like the write-up's) or large (~13 KB)")
+def summary_notes(results: dict) -> list[str]:
+    notes = []
+    for prefix, label in (("", "echo"), ("fixed-", "fixed-service")):
+        steps = sweep(results, prefix)
+        if not steps:
+            continue
+        broken = [v for v in steps if not little_check(v)["holds"]]
+        failing = [v["name"] for v in broken if v["failed"] or v["non_2xx"]]
+        clean = [v["name"] for v in broken if not (v["failed"] or v["non_2xx"])]
+        why = []
+        if failing:
+            why.append(f"at {', '.join(failing)} requests failed: connections held a place in flight "
+                       "without a latency being timed for them")
+        if clean:
+            why.append(f"at {', '.join(clean)} nothing failed, so the load generator, not the server, "
+                       "set the pace")
+        notes.append(f"Little's law (c = throughput x mean latency, within the mean's bounds "
+                     f"+-{LITTLE_TOLERANCE:.0%}), {label} sweep: "
+                     + ("holds at every step." if not broken else
+                        f"holds at every step except {', '.join(v['name'] for v in broken)}; "
+                        + "; ".join(why) + "."))
+        knee = measured_knee(steps)
+        best = max(steps, key=lambda v: v["requests_per_sec"])
+        last = steps[-1]
+        notes.append(f"{label}: throughput reaches 90% of its best ({best['requests_per_sec']:,.0f} req/s "
+                     f"at c={best['concurrency']}) at c={knee['concurrency']}; at c={last['concurrency']} "
+                     f"it is {last['requests_per_sec']:,.0f} req/s with a mean latency of "
+                     f"{last['mean_ms']:,.1f} ms ({last['mean_ms'] / steps[0]['mean_ms']:,.0f}x that at "
+                     f"c={steps[0]['concurrency']}).")
+    failures = [v for v in results["variants"] if v["failed"] or v["non_2xx"]]
+    notes.append("No failed or non-2xx requests." if not failures else
+                 "Failures: " + "; ".join(f"{v['name']}: {v['failed']} failed, {v['non_2xx']} non-2xx"
+                                          + (f" ({', '.join(v['errors'])})" if v["errors"] else "")
+                                          for v in failures))
+    model = echo_model(results)
+    if model:
+        notes.append(f"echo bounds: R1 = {model['r1_ms']:.2f} ms alone (c=1), plateau {model['capacity']:,.0f} "
+                     f"req/s (c={model['best_c']}) -> knee at c* = plateau x R1 = {model['knee']:.1f}.")
+    for v in open_steps(results):
+        notes.append(f"open loop at {v['extra']['offered_rate']} req/s "
+                     f"({v['extra']['fraction_of_capacity']:.0%} of capacity): served "
+                     f"{v['requests_per_sec']:,.0f} req/s, p50 {v['p50_ms']:,.1f} ms, "
+                     f"p99 {v['p99_ms']:,.1f} ms.")
+    return notes
 
-    def params(self, options: argparse.Namespace) -> dict:
-        params = super().params(options)
-        if params["max_concurrency"] > AB_MAX_CONCURRENCY:
-            raise UsageError(f"--max-concurrency must be at most {AB_MAX_CONCURRENCY} (ab's limit)")
-        return params
-
-    def steps(self, params: dict) -> list[Step]:
-        payload = params["payload"]
-        steps = []
-        echo_warmup_at = min(8, params["max_concurrency"])
-        for c in ladder(params["max_concurrency"]):
-            steps.append(Step(
-                name=f"c={c}", bench_variant="echo", concurrency=c,
-                requests=max(params["requests"], REQUESTS_PER_CONCURRENCY * c),
-                # One warm-up (repeated until it settles) for the whole sweep, at c=8.
-                warmup_requests=max(params["requests"], 4000) if c == echo_warmup_at else 0,
-                extra={"sweep": "echo", "payload": payload,
-                       "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(params["step_seconds"])}}))
-        capacity = params["pool_size"] / (params["work_ms"] / 1000)
-        fixed_top = min(params["max_concurrency"], FIXED_LADDER_FACTOR * params["pool_size"])
-        for c in ladder(fixed_top):
-            rate = min(c, params["pool_size"]) / (params["work_ms"] / 1000)
-            steps.append(Step(
-                name=f"fixed-c={c}", bench_variant="fixed", concurrency=c,
-                requests=max(100, REQUESTS_PER_CONCURRENCY * c, round(rate * FIXED_STEP_SECONDS)),
-                pool="lanes", service_ms=params["work_ms"],
-                warmup_requests=400 if c == ladder(fixed_top)[-1] else 0,
-                extra={"sweep": "fixed", "payload": payload,
-                       "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(4 * FIXED_STEP_SECONDS + 10)}}))
-        for fraction in OPEN_LOOP_FRACTIONS:
-            rate = round(fraction * capacity)
-            steps.append(Step(
-                # concurrency: only the cap on requests in flight; the load is the rate.
-                name=f"open-rate={rate}", bench_variant="fixed", concurrency=OPEN_LOOP_MAX_IN_FLIGHT,
-                requests=round(rate * OPEN_LOOP_SECONDS), pool="lanes", service_ms=params["work_ms"],
-                warmup_requests=0,
-                extra={"sweep": "open", "payload": payload, "offered_rate": rate,
-                       "fraction_of_capacity": fraction, "seconds": OPEN_LOOP_SECONDS,
-                       "bench_env": {"PAYLOAD": payload, "RATE": str(rate),
-                                     "DURATION": str(OPEN_LOOP_SECONDS)}}))
-        return steps
-
-    def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
-        sweep_name = step.extra.get("sweep")
-        if sweep_name == "echo":
-            return Prediction(None, "echo: model drawn from the c=1 step (see the figures)")
-        if sweep_name == "open":
-            threads = pools["pools"]["lanes"]["threads"]
-            capacity = threads / (step.service_ms / 1000)
-            rate = step.extra["offered_rate"]
-            return Prediction(round(min(rate, capacity), 1),
-                              f"min(offered {rate}/s, {threads} lanes / {step.service_ms:g} ms)")
-        return super().predict(step, pools, params)
-
-    # -- results ----------------------------------------------------------
-    def summary_notes(self, results: dict) -> list[str]:
-        notes = []
-        for prefix, label in (("", "echo"), ("fixed-", "fixed-service")):
-            steps = sweep(results, prefix)
-            if not steps:
-                continue
-            broken = [v for v in steps if not little_check(v)["holds"]]
-            failing = [v["name"] for v in broken if v["failed"] or v["non_2xx"]]
-            clean = [v["name"] for v in broken if not (v["failed"] or v["non_2xx"])]
-            why = []
-            if failing:
-                why.append(f"at {', '.join(failing)} requests failed: connections held a place in flight "
-                           "without a latency being timed for them")
-            if clean:
-                why.append(f"at {', '.join(clean)} nothing failed, so the load generator, not the server, "
-                           "set the pace")
-            notes.append(f"Little's law (c = throughput x mean latency, within the mean's bounds "
-                         f"+-{LITTLE_TOLERANCE:.0%}), {label} sweep: "
-                         + ("holds at every step." if not broken else
-                            f"holds at every step except {', '.join(v['name'] for v in broken)}; "
-                            + "; ".join(why) + "."))
-            knee = measured_knee(steps)
-            best = max(steps, key=lambda v: v["requests_per_sec"])
-            last = steps[-1]
-            notes.append(f"{label}: throughput reaches 90% of its best ({best['requests_per_sec']:,.0f} req/s "
-                         f"at c={best['concurrency']}) at c={knee['concurrency']}; at c={last['concurrency']} "
-                         f"it is {last['requests_per_sec']:,.0f} req/s with a mean latency of "
-                         f"{last['mean_ms']:,.1f} ms ({last['mean_ms'] / steps[0]['mean_ms']:,.0f}x that at "
-                         f"c={steps[0]['concurrency']}).")
-        failures = [v for v in results["variants"] if v["failed"] or v["non_2xx"]]
-        notes.append("No failed or non-2xx requests." if not failures else
-                     "Failures: " + "; ".join(f"{v['name']}: {v['failed']} failed, {v['non_2xx']} non-2xx"
-                                              + (f" ({', '.join(v['errors'])})" if v["errors"] else "")
-                                              for v in failures))
-        model = echo_model(results)
-        if model:
-            notes.append(f"echo bounds: R1 = {model['r1_ms']:.2f} ms alone (c=1), plateau {model['capacity']:,.0f} "
-                         f"req/s (c={model['best_c']}) -> knee at c* = plateau x R1 = {model['knee']:.1f}.")
-        for v in open_steps(results):
-            notes.append(f"open loop at {v['extra']['offered_rate']} req/s "
-                         f"({v['extra']['fraction_of_capacity']:.0%} of capacity): served "
-                         f"{v['requests_per_sec']:,.0f} req/s, p50 {v['p50_ms']:,.1f} ms, "
-                         f"p99 {v['p99_ms']:,.1f} ms.")
-        return notes
-
-    def report(self, results: dict) -> dict[str, str]:
-        machine = machine_line(results) + "\n"
-        return {
-            "book/src/generated/lab05-echo-table.md": closed_table(sweep(results, "")) + "\n" + machine,
-            "book/src/generated/lab05-fixed-table.md": closed_table(sweep(results, "fixed-")) + "\n" + machine,
-            "book/src/generated/lab05-open-table.md": open_table(results) + "\n" + machine,
-            "book/src/generated/lab05-summary.md": "\n".join(f"- {n}" for n in self.summary_notes(results)) + "\n",
-            "book/src/generated/lab05-model.md": model_sentences(results),
-            "book/src/figures/lab05-throughput.svg": throughput_figure(results),
-            "book/src/figures/lab05-latency.svg": latency_figure(results),
-        }
+def render(results: dict, lab) -> dict[str, str]:
+    machine = machine_line(results) + "\n"
+    return {
+        "book/src/generated/lab05-echo-table.md": closed_table(sweep(results, "")) + "\n" + machine,
+        "book/src/generated/lab05-fixed-table.md": closed_table(sweep(results, "fixed-")) + "\n" + machine,
+        "book/src/generated/lab05-open-table.md": open_table(results) + "\n" + machine,
+        "book/src/generated/lab05-summary.md": "\n".join(f"- {n}" for n in summary_notes(results)) + "\n",
+        "book/src/generated/lab05-model.md": model_sentences(results),
+        "book/src/figures/lab05-throughput.svg": throughput_figure(results),
+        "book/src/figures/lab05-latency.svg": latency_figure(results),
+    }
 
 
 def _f(value: float | None, digits: int = 1) -> str:
@@ -358,13 +262,3 @@ def throughput_figure(results: dict) -> str:
 
 def latency_figure(results: dict) -> str:
     return _figure(results, "latency")
-
-
-LAB = ConcurrencyHighway(
-    number="05",
-    title="The concurrency highway",
-    summary="A ladder of concurrencies against a JSON echo: throughput saturates, latency grows, "
-            "Little's law checked at every step; plus an open-loop run past capacity.",
-    defaults={"max_concurrency": 1024, "requests": 3000, "step_seconds": 30, "payload": "small",
-              "pool_size": 8, "work_ms": 20},
-)

@@ -1,0 +1,65 @@
+"""Lab 02: which executor does my Java code run on? Five ways to run 30 ms of blocking work."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pul.lab import Lab, Prediction, Step
+
+# The JVM property that sizes ForkJoinPool.commonPool(); read once, at JVM start.
+COMMON_PARALLELISM = "java.util.concurrent.ForkJoinPool.common.parallelism"
+
+# Variant -> (the /pools entry whose threads bound it, or None; what the reader should know).
+VARIANTS = {
+    "blocking": ("default", "blocks in the action, on Play's default dispatcher"),
+    "commonpool": ("commonpool", "supplyAsync(work) with no executor: ForkJoinPool.commonPool()"),
+    "default-ec": ("default", "supplyAsync(work, ClassLoaderExecutionContext.current()): the default dispatcher again"),
+    "custom-ec": ("offload", "supplyAsync(work, CustomExecutionContext): a pool sized for blocking"),
+    "ws": (None, "Play WS call to a downstream that answers after the work time; no thread waits"),
+}
+# Extra: the commonpool variant on a server where the JVM sizes the common pool itself.
+JVM_DEFAULT = "commonpool-jvm-default"
+
+
+class JavaAsync(Lab):
+    OPTION_HELP = {
+        **Lab.OPTION_HELP,
+        "common_parallelism": ("ForkJoinPool.commonPool() parallelism for the five main variants, "
+                               "i.e. the cores - 1 of the machine being modelled (3: a 4-core laptop)"),
+    }
+
+    def steps(self, params: dict) -> list[Step]:
+        # The five variants share one server whose common pool is sized explicitly: the driver
+        # pins the server to one core, where the JVM would choose parallelism 1 and
+        # CompletableFuture would then not use the common pool at all (see JVM_DEFAULT).
+        modelled = {COMMON_PARALLELISM: str(params["common_parallelism"])}
+        steps = []
+        for name, (pool, how) in VARIANTS.items():
+            steps.append(Step(name=name, bench_variant=name,
+                              concurrency=params["concurrency"], requests=params["requests"],
+                              server_props=modelled, pool=pool, service_ms=params["work_ms"],
+                              extra={"how": how}))
+        steps.append(Step(name=JVM_DEFAULT, bench_variant="commonpool", concurrency=params["concurrency"],
+                          requests=params["requests"], server_props={}, pool="commonpool",
+                          service_ms=params["work_ms"],
+                          extra={"how": "as commonpool, with the common pool sized by the JVM from the "
+                                        "server's cores"}))
+        return steps
+
+    def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
+        """Little's law, where the common pool may be 'a new thread per task' (no bound)."""
+        if step.pool == "commonpool":
+            common = pools["pools"]["commonpool"]
+            # Keep what the JVM really did with this server next to the measurement.
+            facts = {"common_pool_parallelism": common["parallelism"],
+                     "completable_future_executor": common["executor"]}
+            if common["threads"] is None:
+                return Prediction(round(step.concurrency / (step.service_ms / 1000.0), 1),
+                                  f"parallelism {common['parallelism']}: a new thread per task, "
+                                  f"so {step.concurrency} in flight / {step.service_ms:g} ms", facts)
+            return replace(super().predict(step, pools, params), facts=facts)
+        prediction = super().predict(step, pools, params)
+        if step.name == "ws":
+            return replace(prediction, explanation=f"no thread waits: {step.concurrency} in flight / "
+                                                   f"{step.service_ms:g} ms downstream")
+        return prediction

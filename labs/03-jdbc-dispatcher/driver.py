@@ -1,0 +1,323 @@
+"""Lab 03: JDBC on Play's default dispatcher, on a dedicated pool, and with pools too big.
+
+Every variant is a server configuration of its own (connection pool size, database.dispatcher
+size), so the driver starts one server per set-up. The database is real: DATABASE_URL if set,
+else a throwaway PostgreSQL cluster (pul.postgres) pinned to the load generator's core, so
+that the Play server keeps its core to itself and PostgreSQL's CPU is a limit of its own.
+
+`--sweep` runs the database-dispatcher set-up at one concurrency for several pool sizes
+(steps `pool=N`) and draws throughput and p99 against pool size, with the Little's-law line
+min(c, pool) / query time and the ceiling PostgreSQL's CPU puts on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import threading
+import time
+from typing import Iterator
+
+from pul import postgres
+from pul.errors import ServerFailed, UsageError
+from pul.lab import Lab, Prediction, Services, Step
+from pul.probe import tree_cpu_seconds
+
+VARIANTS = ("default-dispatcher", "database-dispatcher", "oversized-dispatcher", "oversized-connections")
+# Seconds a sweep step should last, at its Little's-law rate (bounded by --requests).
+SWEEP_SECONDS = 8
+MIN_SWEEP_REQUESTS = 200
+# A sweep step may run up to this many times --requests: on the plateau, a step of --requests
+# lasts only a few seconds, and its ramp-up and drain would weigh on the result.
+SWEEP_REQUESTS_FACTOR = 2
+# Name prefix of the sweep's extra step whose waits are all exactly --query-ms.
+LOCKSTEP = "lockstep-pool="
+# ... and of the step whose waits differ twice as much as the sweep's (±100% instead of ±50%).
+WIDE_JITTER = "wide-jitter-pool="
+# The sweep's extra steps: one pool size once more, with only the waits' jitter changed.
+# (name prefix, the option giving the pool size, lab.query-jitter)
+JITTER_STEPS = ((LOCKSTEP, "lockstep_pool", 0.0),  # identical waits: the connections fall into lockstep
+                (WIDE_JITTER, "wide_jitter_pool", 1.0))  # waits spread twice as wide: they bunch up less
+# Queries /calibrate times (after its warm-up): about a second of PostgreSQL's CPU, read from /proc
+# in 10 ms ticks, so the CPU per query is known to about 1%.
+CALIBRATION_RUNS = 300
+
+
+def parse_pools(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in str(text).split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"--pools takes a comma-separated list of pool sizes, e.g. 2,4,8 (got {text!r})")
+    if not sizes or any(n < 1 or n > 90 for n in sizes):
+        raise UsageError(f"--pools: every pool size must be between 1 and 90 "
+                         f"(the throwaway cluster allows 100 connections; got {text!r})")
+    return tuple(sorted(set(sizes)))
+
+
+def mean_value_analysis(connections: int, busy_ms: float, cpu_ms: float, cores: int = 1) -> float:
+    """Requests/s of `connections` that each hold a connection for `busy_ms`, of which `cpu_ms` on
+    PostgreSQL's CPU (`cores` of them, shared), the rest waiting (pg_sleep, network).
+
+    Exact mean-value analysis of that closed queueing network, one connection at a time: Little's
+    law gives the queue each new connection finds at the CPU, and the time it then spends there.
+    Several cores: Seidmann's approximation (one core 1/cores as fast, plus the rest as a delay)."""
+    demand = cpu_ms / cores
+    delay = max(busy_ms - cpu_ms, 0.0) + cpu_ms * (cores - 1) / cores
+    queue = 0.0
+    throughput = 0.0
+    for n in range(1, connections + 1):
+        at_cpu = demand * (1 + queue)          # the queue an arriving query finds, then its own work
+        throughput = n / (delay + at_cpu)      # Little's law for the whole loop
+        queue = throughput * at_cpu            # Little's law at the CPU
+    return throughput * 1000.0
+
+
+def postgres_cpu_seconds(postmaster: int) -> float:
+    """CPU time of the postmaster and its children (every backend is a child of it).
+
+    PostgreSQL puts each backend in a session of its own, so the process group does not
+    find them; their parent does. The pool keeps its connections open, so the backends
+    that serve the load live through a whole measurement."""
+    return tree_cpu_seconds(postmaster)
+
+
+class CpuMeter(threading.Thread):
+    """Samples PostgreSQL's CPU time 5 times a second, to read it over any past window."""
+
+    def __init__(self, postmaster: int, interval: float = 0.2):
+        super().__init__(daemon=True)
+        self.postmaster = postmaster
+        self.interval = interval
+        self.samples: list[tuple[float, float]] = []
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            with contextlib.suppress(OSError):
+                self.samples.append((time.monotonic(), postgres_cpu_seconds(self.postmaster)))
+            self._stop_event.wait(self.interval)
+
+    def between(self, start: float, end: float) -> float | None:
+        """CPU seconds used between two monotonic times (nearest samples)."""
+        samples = list(self.samples)
+        if len(samples) < 2:
+            return None
+        first = min(samples, key=lambda s: abs(s[0] - start))
+        last = min(samples, key=lambda s: abs(s[0] - end))
+        return last[1] - first[1] if last[0] > first[0] else None
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(2)
+
+
+class JdbcDispatcher(Lab):
+    # --query-ms 0: no wait, the query alone; --lockstep-pool 0 / --wide-jitter-pool 0: no such step.
+    ZERO_ALLOWED = ("query_ms", *(key for _, key, _ in JITTER_STEPS))
+
+    # -- command line -----------------------------------------------------
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        super().add_arguments(parser)
+        d = self.defaults
+        parser.add_argument("--query-ms", type=int, default=d["query_ms"], metavar="N",
+                            help=f"PostgreSQL-side wait per query (pg_sleep), in ms (default {d['query_ms']})")
+        parser.add_argument("--connection-timeout-ms", type=int, default=d["connection_timeout_ms"], metavar="N",
+                            help="how long a request may wait for a connection before it fails with a 503 "
+                                 f"(HikariCP connectionTimeout, at least 250; default {d['connection_timeout_ms']})")
+        parser.add_argument("--oversized", type=int, default=d["oversized"], metavar="N",
+                            help="threads (oversized-dispatcher) and connections + threads "
+                                 f"(oversized-connections) of the oversized set-ups (default {d['oversized']})")
+        sweep = parser.add_mutually_exclusive_group()
+        sweep.add_argument("--sweep", dest="sweep", action="store_const", const="only", default=d["sweep"],
+                           help="run only the sweep: database-dispatcher once per --pools size (steps pool=N)")
+        sweep.add_argument("--no-sweep", dest="sweep", action="store_const", const="none",
+                           help="run only the four variants, not the sweep")
+        parser.add_argument("--pools", default=d["pools"], metavar="N,N",
+                            help=f"pool sizes for --sweep (default {d['pools']})")
+        parser.add_argument("--lockstep-pool", type=int, default=d["lockstep_pool"], metavar="N",
+                            help="after the sweep, this pool size once more with every wait exactly --query-ms "
+                                 f"(step lockstep-pool=N; 0: skip it; default {d['lockstep_pool']})")
+        parser.add_argument("--wide-jitter-pool", type=int, default=d["wide_jitter_pool"], metavar="N",
+                            help="after the sweep, this pool size once more with waits varied by ±100%% instead "
+                                 f"of ±50%% (step wide-jitter-pool=N; 0: skip it; default {d['wide_jitter_pool']})")
+
+    def params(self, options: argparse.Namespace) -> dict:
+        params = super().params(options)
+        parse_pools(params["pools"])
+        if params["connection_timeout_ms"] < 250:
+            raise UsageError("--connection-timeout-ms must be at least 250 (HikariCP's minimum)")
+        if params["query_ms"] < 0:
+            raise UsageError("--query-ms must be 0 or more")
+        for _, key, _ in JITTER_STEPS:
+            if not 0 <= params[key] <= 90:
+                raise UsageError(f"--{key.replace('_', '-')} must be between 0 (skip) and 90")
+        for key in ("pool_size", "oversized"):
+            if params[key] > 90:
+                raise UsageError(f"--{key.replace('_', '-')} must be at most 90 "
+                                 "(the throwaway cluster allows 100 connections)")
+        # Where PostgreSQL runs: on the load generator's core, so the server keeps its own.
+        if getattr(options, "no_pin", False) or (os.cpu_count() or 1) < 2:
+            postgres_cpus = None
+        else:
+            postgres_cpus = getattr(options, "load_cpus", None) or "1"
+        from_url = bool(os.environ.get("DATABASE_URL", "").strip())
+        if getattr(options, "target", None):
+            # `--target`: the server and its database are on the other machine (scripts/lab serve 03
+            # started them); their CPU cannot be read from here, so only Little's law is predicted.
+            params["database"] = "the target's"
+            params["postgres_cpus"] = None
+            return params
+        params["database"] = "DATABASE_URL" if from_url else "throwaway"
+        params["postgres_cpus"] = None if from_url else postgres_cpus
+        return params
+
+    # -- what to run ------------------------------------------------------
+    def server_properties(self, params: dict) -> dict[str, str]:
+        return {"lab.query-ms": str(params["query_ms"]),
+                "lab.connection-timeout-ms": str(params["connection_timeout_ms"])}
+
+    @staticmethod
+    def _props(connections: int, dispatcher: int) -> dict[str, str]:
+        return {"lab.pool-size": str(connections), "lab.dispatcher-size": str(dispatcher)}
+
+    def steps(self, params: dict) -> list[Step]:
+        steps = [] if params["sweep"] == "only" else self._variant_steps(params)
+        if params["sweep"] != "none":
+            steps += self._sweep_steps(params)
+        return steps
+
+    def _sweep_steps(self, params: dict) -> list[Step]:
+        steps = [self._sweep_step(params, f"pool={size}", size) for size in parse_pools(params["pools"])]
+        for prefix, key, jitter in JITTER_STEPS:
+            if size := params[key]:
+                steps.append(self._sweep_step(params, f"{prefix}{size}", size, {"lab.query-jitter": f"{jitter:g}"},
+                                              {"query_jitter": jitter}))
+        return steps
+
+    def _sweep_step(self, params: dict, name: str, size: int, props: dict | None = None,
+                    extra: dict | None = None) -> Step:
+        """database-dispatcher with `size` connections and threads, at the run's concurrency."""
+        c, n = params["concurrency"], params["requests"]
+        # Aim at a few seconds per step: small pools serve few requests a second.
+        rate = min(c, size) * 1000.0 / max(params["query_ms"], 1)
+        return Step(name=name, bench_variant="database-dispatcher", concurrency=c,
+                    requests=min(SWEEP_REQUESTS_FACTOR * n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS))),
+                    server_props={**self._props(size, size), **(props or {})}, pool="database",
+                    keep_alive=True, warmup_requests=max(100, int(rate * 3)),
+                    extra={"pool_size": size, "dispatcher_size": size, **(extra or {})})
+
+    def _variant_steps(self, params: dict) -> list[Step]:
+        c, n = params["concurrency"], params["requests"]
+        pool, big = params["pool_size"], params["oversized"]
+        set_ups = {
+            # JDBC on Play's default dispatcher; the connection pool as configured.
+            "default-dispatcher": (pool, pool, "default"),
+            # Play's recommendation: database.dispatcher as big as the connection pool.
+            "database-dispatcher": (pool, pool, "database"),
+            # More threads than connections: the extra threads wait inside HikariCP.
+            "oversized-dispatcher": (pool, big, "database"),
+            # More connections (and threads) than PostgreSQL has cores to serve.
+            "oversized-connections": (big, big, "database"),
+        }
+        return [Step(name=name, bench_variant=name, concurrency=c, requests=n,
+                     server_props=self._props(connections, threads), pool=dispatcher, probe="/status",
+                     keep_alive=True,
+                     extra={"pool_size": connections, "dispatcher_size": threads})
+                for name, (connections, threads, dispatcher) in set_ups.items()]
+
+    @contextlib.contextmanager
+    def services(self, context, params: dict) -> Iterator[Services]:
+        """PostgreSQL first: DATABASE_URL's, or a throwaway cluster on the load generator's core.
+        The server gets the database through its environment: the password stays off its command line."""
+        with postgres.database(context.children, context.progress, params.get("postgres_cpus")) as db:
+            meter = CpuMeter(db.pgid) if db.pgid else None
+            if meter:
+                meter.start()
+            try:
+                yield Services(env=db.env(), handles={
+                    "database": db, "meter": meter,
+                    "postgres_cores": len(_cpu_list(db.cpus)) if db.cpus else (os.cpu_count() or 1)})
+            finally:
+                if meter:
+                    meter.stop()
+
+    def inspect_server(self, server, services: Services) -> dict:
+        """/pools, plus what one query costs: its wall time alone (the app's /calibrate) and, when
+        the driver runs PostgreSQL itself, the CPU PostgreSQL spent per query meanwhile and the
+        cores it may use."""
+        pools = server.pools()
+        database = services.handles.get("database")
+        postmaster = database.pgid if database else None
+        before = postgres_cpu_seconds(postmaster) if postmaster else None
+        body = server.get(f"/calibrate?runs={CALIBRATION_RUNS}", timeout=60)
+        if not body:
+            raise ServerFailed("the server did not answer /calibrate (timing the query alone); "
+                               "see its log above")
+        calibration = json.loads(body)
+        if before is not None:
+            used = postgres_cpu_seconds(postmaster) - before
+            queries = calibration["runs"] + calibration["warmup_runs"]
+            calibration["postgres_cpu_ms"] = round(used * 1000 / queries, 3)
+            calibration["postgres_cores"] = services.handles["postgres_cores"]
+        pools["calibration"] = calibration
+        return pools
+
+    # -- prediction -------------------------------------------------------
+    def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
+        """Two bounds, as in every lab: Little's law for the pool, min(c, threads, connections) /
+        (time a query holds its connection), and PostgreSQL's CPU, cores / (CPU per query).
+        The prediction is the lower of the two; mean-value analysis (Little's law applied to the
+        queue at PostgreSQL's CPU) adds the curve between them."""
+        threads = pools["pools"][step.pool]["threads"]
+        connections = pools["pools"]["connections"]["threads"]
+        calibration = pools["calibration"]
+        alone_ms = float(calibration["median_ms"])
+        busy_ms = float(pools["query_ms"]) + alone_ms
+        in_service = min(step.concurrency, threads, connections)
+        littles_law = in_service / (busy_ms / 1000.0)
+        facts = {"query_alone_ms": alone_ms, "littles_law_requests_per_sec": round(littles_law, 1)}
+        why = (f"min({step.concurrency} in flight, {threads} {step.pool}-dispatcher threads, "
+               f"{connections} connections) / ({pools['query_ms']} ms wait + {alone_ms:g} ms query)")
+        cpu_ms = calibration.get("postgres_cpu_ms")
+        service_ms = round(busy_ms, 3)
+        if params.get("postgres_cpus") is None or not cpu_ms:
+            return Prediction(round(littles_law, 1), why, facts, service_ms)
+        cores = calibration["postgres_cores"]
+        ceiling = cores / (cpu_ms / 1000.0)
+        facts.update({
+            "postgres_cpu_ms_per_query": cpu_ms,
+            "postgres_cores": cores,
+            "postgres_ceiling_requests_per_sec": round(ceiling, 1),
+            "queueing_requests_per_sec": round(mean_value_analysis(in_service, busy_ms, cpu_ms, cores), 1),
+        })
+        if ceiling < littles_law:
+            return Prediction(round(ceiling, 1), f"PostgreSQL's CPU: {cores} core(s) / "
+                                                 f"{cpu_ms:g} ms of CPU per query (Little's law alone: "
+                                                 f"{littles_law:,.0f})", facts, service_ms)
+        return Prediction(round(littles_law, 1), why, facts, service_ms)
+
+    def verify_step(self, step: Step, server, record: dict, services: Services) -> None:
+        """Record PostgreSQL's CPU during the measured run and the server's connection-timeout count."""
+        body = server.get("/pools")
+        if body:
+            connections = json.loads(body)["pools"]["connections"]
+            record["extra"]["connection_timeouts_so_far"] = connections["timeouts"]
+        meter = services.handles.get("meter")
+        if meter and record.get("duration_s"):
+            end = time.monotonic()
+            used = meter.between(end - record["duration_s"], end)
+            if used is not None:
+                record["extra"]["postgres_cpu_seconds"] = round(used, 2)
+                record["extra"]["postgres_cpu_utilization"] = round(used / record["duration_s"], 2)
+                if record.get("complete"):
+                    record["extra"]["postgres_cpu_ms_per_request"] = round(used * 1000 / record["complete"], 3)
+
+
+def _cpu_list(cpus: str) -> set[int]:
+    chosen: set[int] = set()
+    for part in cpus.split(","):
+        low, _, high = part.partition("-")
+        chosen.update(range(int(low), int(high or low) + 1))
+    return chosen

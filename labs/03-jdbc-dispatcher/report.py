@@ -1,0 +1,298 @@
+"""Lab 03's book artifacts and summary lines, from a results file."""
+
+from __future__ import annotations
+
+import statistics
+
+from pul import report
+from pul.results import _fmt, machine_line, markdown_table
+
+from .driver import LOCKSTEP, WIDE_JITTER, mean_value_analysis
+
+
+def summary_notes(results: dict) -> list[str]:
+    notes = []
+    pg = (results.get("pools") or {}).get("postgresql")
+    if pg:
+        settings = ", ".join(f"{k}={v}" for k, v in pg["settings"].items())
+        notes.append(f"Database: {pg['version'].split(' on ')[0]} ({settings}); "
+                     f"{_where(results['params'])}.")
+    for v in results["variants"]:
+        if v["failed"] or v["non_2xx"]:
+            notes.append(f"{v['name']}: {v['non_2xx']:,} of {v['requests']:,} requests got no connection "
+                         f"within {results['params']['connection_timeout_ms']} ms (503), {v['failed']:,} failed.")
+    by_name = {v["name"]: v for v in results["variants"]}
+    if "default-dispatcher" in by_name and "database-dispatcher" in by_name:
+        ratio = by_name["database-dispatcher"]["requests_per_sec"] / by_name["default-dispatcher"]["requests_per_sec"]
+        notes.append(f"database.dispatcher gave {ratio:.1f}x the throughput of running the queries "
+                     "on the default dispatcher.")
+    for v in results["variants"]:
+        if v.get("probe") and v["probe"].get("p99_ms") is not None:
+            notes.append(f"{v['name']}: /status answered in {v['probe']['p50_ms']:.1f} ms "
+                         f"(p99 {v['probe']['p99_ms']:.1f} ms) while the load ran.")
+    return notes
+
+def render(results: dict, lab) -> dict[str, str]:
+    variants, sweep = split(results)
+    artifacts = {}
+    if variants["variants"]:
+        artifacts["book/src/generated/lab03-table.md"] = (
+            markdown_table(variants, TABLE_COLUMNS) + "\n" + machine_line(results) + " "
+            + _database_line(results) + "\n")
+        artifacts["book/src/generated/lab03-summary.md"] = \
+            "\n".join(f"- {note}" for note in summary_notes(variants)) + "\n"
+    if sweep["variants"]:
+        artifacts["book/src/generated/lab03-sweep-table.md"] = (
+            markdown_table(sweep, SWEEP_COLUMNS) + "\n" + machine_line(results) + " "
+            + _database_line(results) + "\n")
+        artifacts["book/src/figures/lab03-sweep.svg"] = sweep_figure(sweep)
+        artifacts["book/src/generated/lab03-sweep-summary.md"] = sweep_summary(sweep)
+    return artifacts
+
+
+def is_sweep_step(variant: dict) -> bool:
+    """A step of the sweep, the lockstep and wide-jitter steps included."""
+    return variant["name"].startswith(("pool=", LOCKSTEP, WIDE_JITTER))
+
+
+def is_lockstep_step(variant: dict) -> bool:
+    return variant["name"].startswith(LOCKSTEP)
+
+
+def is_wide_jitter_step(variant: dict) -> bool:
+    return variant["name"].startswith(WIDE_JITTER)
+
+
+def split(results: dict) -> tuple[dict, dict]:
+    """The results twice: with the four variants only, and with the sweep's steps only."""
+    return ({**results, "variants": [v for v in results["variants"] if not is_sweep_step(v)]},
+            {**results, "variants": [v for v in results["variants"] if is_sweep_step(v)]})
+
+
+def _where(params: dict) -> str:
+    if params.get("database") == "DATABASE_URL":
+        return "the database in DATABASE_URL"
+    if params.get("database") == "the target's":
+        return "the database of the server under test (--target), on another machine"
+    cpus = params.get("postgres_cpus")
+    return ("a throwaway cluster " + (f"pinned to CPU {cpus} (beside ab)" if cpus else "(not pinned)"))
+
+
+def _database_line(results: dict) -> str:
+    pg = (results.get("pools") or {}).get("postgresql")
+    version = pg["version"].split(" on ")[0] if pg else "PostgreSQL"
+    settings = f", max_connections={pg['settings']['max_connections']}" if pg else ""
+    return f"Database: {version}{settings}, {_where(results['params'])}."
+
+
+def _extra(v: dict, key: str, digits: int = 0) -> str:
+    return _fmt((v.get("extra") or {}).get(key), digits)
+
+
+TABLE_COLUMNS = [
+    ("variant", lambda v: v["name"], False),
+    ("connections", lambda v: _extra(v, "pool_size"), True),
+    ("threads", lambda v: _fmt(v["pool_threads"]), True),
+    ("req/s", lambda v: _fmt(v["requests_per_sec"], 0), True),
+    ("p50 ms", lambda v: _fmt(v["p50_ms"], 1), True),
+    ("p99 ms", lambda v: _fmt(v["p99_ms"], 1), True),
+    ("failed", lambda v: _fmt(v["failed"]), True),
+    ("non-2xx (timeouts)", lambda v: _fmt(v["non_2xx"]), True),
+    ("/status p99 ms", lambda v: _fmt((v.get("probe") or {}).get("p99_ms"), 1), True),
+    ("Play CPU", lambda v: f"{v['server_cpu_utilization']:.0%}" if v.get("server_cpu_utilization") is not None else "–", True),
+    ("PostgreSQL CPU", lambda v: f"{v['extra']['postgres_cpu_utilization']:.0%}"
+     if (v.get("extra") or {}).get("postgres_cpu_utilization") is not None else "–", True),
+    ("its core, all users", lambda v: f"{v['load_cores_busy']:.0%}" if v.get("load_cores_busy") is not None else "–", True),
+    ("predicted req/s", lambda v: _fmt(v["predicted_requests_per_sec"], 0), True),
+    ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
+]
+
+SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", "/status p99 ms")]
+SWEEP_COLUMNS[1] = ("pool (connections = threads)", lambda v: _extra(v, "pool_size"), True)
+SWEEP_COLUMNS.insert(-1, ("with queueing req/s", lambda v: _extra(v, "queueing_requests_per_sec"), True))
+
+
+def _sweep_model(results: dict) -> dict:
+    """The sweep's prediction inputs, the median over its servers' calibrations."""
+    variants = sorted((v for v in results["variants"] if v["name"].startswith("pool=")),
+                      key=lambda v: v["extra"]["pool_size"])
+    extra = [v["extra"] for v in variants]
+    model = {"variants": variants, "c": results["params"]["concurrency"],
+             "lockstep": [v for v in results["variants"] if is_lockstep_step(v)],
+             "wide_jitter": [v for v in results["variants"] if is_wide_jitter_step(v)],
+             "busy_ms": statistics.median(v["service_ms"] for v in variants),
+             "alone_ms": statistics.median(e["query_alone_ms"] for e in extra),
+             "jitter": (results.get("pools") or {}).get("query_jitter")}
+    if all(e.get("postgres_cpu_ms_per_query") for e in extra):
+        model["cpu_ms"] = statistics.median(e["postgres_cpu_ms_per_query"] for e in extra)
+        model["cores"] = extra[0]["postgres_cores"]
+        model["ceiling"] = model["cores"] * 1000.0 / model["cpu_ms"]
+    return model
+
+
+def _calibration_spread(variants: list[dict], cores: int) -> str:
+    """How far the servers' calibrations differ, and whether the work's wall time moved with its CPU:
+    if both move together, the machine ran faster or slower, not PostgreSQL doing other work."""
+    cpu = [v["extra"]["postgres_cpu_ms_per_query"] for v in variants]
+    wall = [v["extra"]["query_alone_ms"] for v in variants]
+    text = (f"- The {len(cpu)} servers' calibrations ranged from {min(cpu):.2f} to {max(cpu):.2f} ms of CPU per "
+            f"request (a limit from {cores * 1000 / max(cpu):,.0f} to {cores * 1000 / min(cpu):,.0f} queries a "
+            "second), hence the median.")
+    if len(cpu) < 3 or len(set(cpu)) < 2 or len(set(wall)) < 2:
+        return text
+    r = statistics.correlation(cpu, wall)
+    if r >= 0.7:
+        return text + (f" The wall time of that work moved with its CPU (correlation {r:.2f}): the same query "
+                       "on the same data needed more or less CPU time from one server to the next, which points "
+                       "at the machine's speed (on a shared virtual machine, its neighbours) rather than at "
+                       "PostgreSQL.")
+    return text + f" The wall time of the same work did not follow its CPU closely (correlation {r:.2f})."
+
+
+def sweep_summary(results: dict) -> str:
+    """The sweep's prediction (from the measured query cost) and what was measured, in sentences."""
+    m = _sweep_model(results)
+    variants, c, busy = m["variants"], m["c"], m["busy_ms"]
+    wait = f"{results['params']['query_ms']} ms of waiting (pg_sleep"
+    wait += f", varied by ±{m['jitter']:.0%})" if m.get("jitter") else ")"
+    lines = [f"- Each query held its connection for about {busy:.1f} ms: {wait} and {m['alone_ms']:.2f} ms for "
+             "the rest of its database work: a connection from the pool, the two statements, the answer (the "
+             "median wall time of that work with no wait, run alone by each server at start-up; the median "
+             "over the servers)."]
+    if "ceiling" in m:
+        knee = m["ceiling"] * busy / 1000.0
+        lines.append(f"- While that work was timed alone, PostgreSQL spent {m['cpu_ms']:.2f} ms of CPU per request, so "
+                     f"{m['cores']} core(s) can execute at most about {m['ceiling']:,.0f} queries a second. "
+                     f"Little's law meets that limit at a pool of about {knee:.0f} connections "
+                     f"({m['ceiling']:,.0f}/s x {busy:.1f} ms): below it the pool is the bottleneck, above it "
+                     "PostgreSQL's CPU is.")
+        lines.append(_calibration_spread(m["variants"], m["cores"]))
+    best = max(variants, key=lambda v: v["requests_per_sec"])
+    lines.append(f"- Measured at {c} requests in flight: from {variants[0]['requests_per_sec']:,.0f} requests/s "
+                 f"with {variants[0]['extra']['pool_size']} connections to at most "
+                 f"{best['requests_per_sec']:,.0f} requests/s (with {best['extra']['pool_size']}); "
+                 f"{variants[-1]['extra']['pool_size']} connections gave {variants[-1]['requests_per_sec']:,.0f} "
+                 f"requests/s with a p99 of {variants[-1]['p99_ms']:,.0f} ms.")
+    if "ceiling" in m:
+        plateau = [v for v in variants if v["extra"]["littles_law_requests_per_sec"] > m["ceiling"]]
+        if plateau:
+            lines.append("- Where the prediction is PostgreSQL's CPU limit, the measurements reached "
+                         + ", ".join(f"{v['requests_per_sec'] / m['ceiling']:.0%} of it at pool={v['extra']['pool_size']}"
+                                     for v in plateau) + ".")
+            shared = [v for v in plateau if v.get("load_cores_busy") is not None
+                      and v["extra"].get("postgres_cpu_utilization") is not None]
+            if shared:
+                lines.append("- There, the core PostgreSQL shares with ab was busy "
+                             + ", ".join(f"{v['load_cores_busy']:.0%} of the time at pool={v['extra']['pool_size']} "
+                                         f"(PostgreSQL itself {v['extra']['postgres_cpu_utilization']:.0%})"
+                                         for v in shared)
+                             + ": PostgreSQL's share divided by its CPU per request gives the plateau, and the "
+                               "difference to 100% is what the plateau misses of the limit.")
+    cpu = [(v["extra"]["pool_size"], v["extra"].get("postgres_cpu_utilization")) for v in variants]
+    if all(u is not None for _, u in cpu):
+        lines.append("- PostgreSQL's CPU use (one core = 100%): "
+                     + ", ".join(f"{u:.0%} at pool={n}" for n, u in cpu) + ".")
+    by_size = {v["extra"]["pool_size"]: v for v in variants}
+    for lock in m["lockstep"]:
+        size = lock["extra"]["pool_size"]
+        line = (f"- With every wait exactly {results['params']['query_ms']} ms (step {lock['name']}), "
+                f"{size} connections served {lock['requests_per_sec']:,.0f} requests/s")
+        if size in by_size:
+            varied = by_size[size]
+            line += (f", against {varied['requests_per_sec']:,.0f} with varied waits: "
+                     f"{lock['requests_per_sec'] / varied['requests_per_sec']:.0%} of it")
+        pg = lock["extra"].get("postgres_cpu_utilization")
+        lines.append(line + (f", while PostgreSQL's core was {pg:.0%} busy." if pg is not None else "."))
+    for wide in m["wide_jitter"]:
+        lines.append(_wide_jitter_line(wide, by_size.get(wide["extra"]["pool_size"]), m.get("jitter")))
+    return "\n".join(lines) + "\n"
+
+
+def _wide_jitter_line(wide: dict, varied: dict | None, jitter: float | None) -> str:
+    """The wide-jitter step against the sweep's step of the same size: did PostgreSQL's core idle less?"""
+    size = wide["extra"]["pool_size"]
+    line = (f"- With waits varied by ±{wide['extra']['query_jitter']:.0%} (step {wide['name']}), {size} connections "
+            f"served {wide['requests_per_sec']:,.0f} requests/s")
+    pg_wide = wide["extra"].get("postgres_cpu_utilization")
+    if varied is None:
+        return line + (f", while PostgreSQL's core was {pg_wide:.0%} busy." if pg_wide is not None else ".")
+    line += (f", against {varied['requests_per_sec']:,.0f} with ±{jitter or 0:.0%} "
+             f"({wide['requests_per_sec'] / varied['requests_per_sec']:.0%} of it)")
+    pg_varied = varied["extra"].get("postgres_cpu_utilization")
+    if pg_wide is None or pg_varied is None:
+        return line + "."
+    line += f"; PostgreSQL's core was {pg_wide:.0%} busy, against {pg_varied:.0%}"
+    if pg_wide - pg_varied >= 0.03:
+        return line + (": with waits that differ more, fewer queries reach the core together, and it idles less "
+                       "(see *Why*).")
+    return line + ": no clear difference in this run."
+
+
+def sweep_figure(results: dict) -> str:
+    """Throughput (top) and latency (bottom) against pool size, with the predictions."""
+    m = _sweep_model(results)
+    variants, c, busy = m["variants"], m["c"], m["busy_ms"]
+    rows = "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f} {v["mean_ms"]:.1f} {v["p99_ms"]:.1f}'
+                     for v in variants)
+    sizes = [v["extra"]["pool_size"] for v in variants]
+    low, high = min(sizes) / 1.3, max(sizes) * 1.3
+    def point_rows(steps: list[dict]) -> str:
+        return "\n".join(f'{v["extra"]["pool_size"]} {v["requests_per_sec"]:.1f}' for v in steps)
+
+    # The extra steps, as single points beside the sweep's line.
+    extra_points = (', $lockstep using 1:2 with points pointtype 2 pointsize 2 linewidth 2 linecolor rgb "#d62728" '
+                    f'title "measured, every wait exactly {results["params"]["query_ms"]} ms"') if m["lockstep"] else ""
+    if m["wide_jitter"]:
+        spread = m["wide_jitter"][0]["extra"]["query_jitter"]
+        extra_points += (', $wide using 1:2 with points pointtype 9 pointsize 1.8 linecolor rgb "#9467bd" '
+                         f'title "measured, waits varied by ±{spread:.0%}"')
+    measured_title = f"measured, waits varied by ±{m['jitter']:.0%}" if m.get("jitter") else "measured"
+    ceiling = m.get("ceiling")
+    # The queueing curve, and Little's law for the latency it implies (c requests in flight).
+    curve = ""
+    if ceiling:
+        points = sorted({max(1, round(low * (high / low) ** (i / 120))) for i in range(121)})
+        curve = "\n".join(f"{n} {x:.2f} {c * 1000.0 / x:.2f}" for n in points
+                          for x in [mean_value_analysis(min(n, c), busy, m["cpu_ms"], m["cores"])])
+    top = max([v["requests_per_sec"] for v in variants] + ([ceiling] if ceiling else [])) * 2.0
+    extra_plots = (f', ceiling(x) with lines dashtype 2 linewidth 2 linecolor rgb "#d62728" '
+                   f'title "PostgreSQL CPU limit: {m["cores"]} core / {m["cpu_ms"]:.2f} ms per query", '
+                   f'$queueing using 1:2 with lines linewidth 2 dashtype 3 linecolor rgb "#2ca02c" '
+                   f'title "with queueing at the CPU (mean-value analysis)"') if ceiling else ""
+    latency_model = (', $queueing using 1:3 with lines linewidth 2 dashtype 3 linecolor rgb "#2ca02c" '
+                     f'title "Little\'s law: {c} / predicted throughput"') if ceiling else ""
+    script = report.svg_header(760, 660) + f"""
+set multiplot layout 2,1 title "Lab 03 sweep: {c} requests in flight, {results['params']['query_ms']} ms of database wait per query"
+set logscale x 2
+set xrange [{low:.2f}:{high:.2f}]
+set xtics ({", ".join(str(s) for s in sizes)})
+set grid
+set samples 400
+set key top left Left reverse
+set ylabel "requests per second"
+set yrange [0:{top:.0f}]
+littles(x) = (x < {c} ? x : {c}) * 1000.0 / {busy:.3f}
+ceiling(x) = {ceiling or 0:.1f}
+$data << EOD
+{rows}
+EOD
+$queueing << EOD
+{curve}
+EOD
+$lockstep << EOD
+{point_rows(m["lockstep"])}
+EOD
+$wide << EOD
+{point_rows(m["wide_jitter"])}
+EOD
+plot littles(x) with lines linewidth 2 linecolor rgb "#999999" title "Little's law: min({c}, pool) / {busy:.1f} ms"{extra_plots}, \\
+     $data using 1:2 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "{measured_title}"{extra_points}
+set xlabel "pool size (connections = database.dispatcher threads)"
+set ylabel "latency (ms)"
+set yrange [0:*]
+set key top right
+plot $data using 1:3 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "measured mean", \\
+     $data using 1:4 with linespoints pointtype 5 pointsize 1.0 linewidth 2 linecolor rgb "#ff7f0e" title "measured p99"{latency_model}
+unset multiplot
+"""
+    return report.gnuplot_svg(script)
