@@ -43,7 +43,7 @@ Exit codes:
 def cmd_list() -> int:
     for number, lab_dir, lab in all_labs():
         if lab is None:
-            print(f"{lab_dir.name:28} (no driver support yet)")
+            print(f"{lab_dir.name:28} (no lab.toml: not a lab yet; see CONTRIBUTING.md, \"Adding a lab\")")
             continue
         print(f"{lab_dir.name:28} {lab.title}")
         print(f"{'':28} {lab.summary}")
