@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,14 +134,6 @@ class BenchRun:
                 progress.update(f"{label or self.variant}: {self.completed_so_far()}/{self.requests} requests")
             time.sleep(0.25)
         self.children.stop(self.child)
-
-    def interrupt(self) -> None:
-        """Ask ab to stop and print what it has (ab reports on SIGINT)."""
-        self.child.signal_group(signal.SIGINT)
-        try:
-            self.child.wait(10)
-        finally:
-            self.children.stop(self.child)
 
     def result(self) -> AbResult:
         self._log.close()

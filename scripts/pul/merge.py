@@ -180,7 +180,7 @@ plot {plots}
     return report.gnuplot_svg(script)
 
 
-def slug(lab: str, params_json: str, index: int, count: int) -> str:
+def slug(lab: str, index: int, count: int) -> str:
     return f"room-{lab}" + (f"-{index}" if count > 1 else "") + ".svg"
 
 
@@ -214,7 +214,7 @@ def main(argv: list[str]) -> int:
                 totals[lab] += 1
             for key, members in grouped.items():
                 per_lab[key[0]] += 1
-                name = slug(key[0], key[1], per_lab[key[0]], totals[key[0]])
+                name = slug(key[0], per_lab[key[0]], totals[key[0]])
                 (options.out / name).write_text(figure(key[0], members))
                 figures[key] = name
         table = markdown(grouped, figures)

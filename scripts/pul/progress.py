@@ -14,12 +14,10 @@ class Progress:
         self._last_plain = ""
         self._width = 0
         self._started = time.monotonic()
-        self._label = ""
 
     def step(self, label: str) -> None:
         """Start a new step: a line of its own, and the start of the clock."""
         self.clear()
-        self._label = label
         self._started = time.monotonic()
         if not self.quiet:
             print(f"==> {label}", file=self.stream, flush=True)

@@ -24,8 +24,6 @@ from .server import WHERE_NOT_WHAT, http_get, url_host
 
 # Every server the driver starts carries its lab's name, so a load machine can tell labs apart.
 LAB_PROPERTY = "pul.lab"
-# Addresses that listen on every interface: on a conference network, the whole room could reach them.
-ANY_ADDRESS = ("0.0.0.0", "::")
 
 
 def server_properties(lab: Lab, params: dict, step_props: dict, settings: dict,
