@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,13 +26,49 @@ def stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H-%M-%SZ")
 
 
-def write(results: dict, results_dir: Path, run_stamp: str) -> Path:
-    """`<stamp>.json`, copied to `latest.json`."""
+# What stamp() gives: the one name a run's own files have (`<stamp>.json`, `<stamp>/`).
+STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}Z")
+
+
+def write(results: dict, results_dir: Path, run_stamp: str, replace: bool = False) -> Path:
+    """`<stamp>.json`, copied to `latest.json`; with `replace`, the earlier runs' files are then
+    removed: only after both are written, so a failed write leaves the earlier run in place."""
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / f"{run_stamp}.json"
     path.write_text(json.dumps(results, indent=2) + "\n")
     shutil.copyfile(path, results_dir / "latest.json")
+    if replace:
+        remove_earlier_runs(results_dir, run_stamp)
     return path
+
+
+def earlier_runs(results_dir: Path, run_stamp: str) -> list[Path]:
+    """The other runs' `<stamp>.json` files and `<stamp>/` folders, and nothing else."""
+    return sorted(entry for entry in results_dir.iterdir() if _run_stamp(entry) not in (None, run_stamp))
+
+
+def _run_stamp(entry: Path) -> str | None:
+    """The stamp a run's own file or folder is named by; None for anything a reader may have
+    put there (notes, a symbolic link) and for latest.json."""
+    if entry.is_symlink():
+        return None
+    if entry.is_dir():
+        name = entry.name
+    elif entry.is_file() and entry.suffix == ".json":
+        name = entry.stem
+    else:
+        return None
+    return name if STAMP.fullmatch(name) else None
+
+
+def remove_earlier_runs(results_dir: Path, run_stamp: str) -> list[Path]:
+    removed = earlier_runs(results_dir, run_stamp)
+    for entry in removed:
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return removed
 
 
 def load(path: Path) -> dict:

@@ -421,7 +421,10 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     }
     if remote:
         data["skipped_variants"] = [s.record() for s in skipped]
-    path = results.write(data, results_dir, run_stamp)
+    # The repository's own results/ keeps one run, the one the book shows (earlier runs live in
+    # git history); a folder of the reader's choice keeps every run.
+    replaces = results_dir.resolve() == (lab.dir / "results").resolve()
+    path = results.write(data, results_dir, run_stamp, replace=replaces)
     print()
     print(f"Lab {lab.name}: {lab.title}")
     print(results.text_table(data, lab.table_columns(data)))
@@ -431,7 +434,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     print(results.machine_line(data))
     if skipped:
         print(f"Skipped (the server at {remote.base_url} is set up for other steps):\n" + describe_skipped(skipped))
-    print(f"Results: {_display(path)} (and latest.json); raw ab output in {_display(raw_dir)}/")
+    print(f"Results: {_display(path)} (and latest.json{', replacing the previous run' if replaces else ''}); "
+          f"raw ab output in {_display(raw_dir)}/")
     if options.write_report and options.results_dir is None:
         written = report.write_lab(lab, data)
         if written:
