@@ -10,6 +10,11 @@ lazy val root = (project in file(".")).enablePlugins(PlayJava)
 
 libraryDependencies += guice
 
+// Test only: the Play tests check the live /pools answer against the driver's contract,
+// ../common/pools.schema.json (labs/common/README.md). 1.0.83 is the newest release built on
+// Jackson 2.14, the line Play 2.9 ships (2.14.3); later ones would pull Play's Jackson up to 2.15+.
+libraryDependencies += "com.networknt" % "json-schema-validator" % "1.0.83" % Test
+
 // Dev mode (`sbt run`) listens on loopback only, like the production server the lab driver starts.
 PlayKeys.playDefaultAddress := "127.0.0.1"
 

@@ -82,6 +82,11 @@ public class ActionsTest {
   }
 
   @Test
+  public void poolsMatchTheDriversSchema() throws Exception {
+    PoolsSchema.assertMatches(Json.parse(body("/pools")));
+  }
+
+  @Test
   public void statusAnswers() throws Exception {
     assertEquals("ok\n", body("/status"));
   }

@@ -113,6 +113,11 @@ public class AsyncActionsTest {
     assertEquals(Math.min(64, Math.max(8, cores)), pools.at("/pools/default/threads").asInt());
   }
 
+  @Test
+  public void poolsMatchTheDriversSchema() throws Exception {
+    PoolsSchema.assertMatches(Json.parse(body("/pools")));
+  }
+
   // ANCHOR: classloader-test
   @Test
   public void aContinuationOnTheCommonPoolCannotSeeTheApplication() throws Exception {

@@ -137,4 +137,9 @@ public class SalesTest {
     int cores = Runtime.getRuntime().availableProcessors();
     assertEquals(Math.min(64, Math.max(8, cores)), pools.at("/pools/default/threads").asInt());
   }
+
+  @Test
+  public void poolsMatchTheDriversSchema() throws Exception {
+    PoolsSchema.assertMatches(json("/pools"));
+  }
 }

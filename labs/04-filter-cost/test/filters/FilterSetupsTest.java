@@ -214,6 +214,17 @@ public class FilterSetupsTest {
   }
 
   @Test
+  public void poolsMatchTheDriversSchema() {
+    withSetup(
+        "none",
+        port -> {
+          HttpResponse<String> response = get(port, "/pools");
+          assertEquals(200, response.statusCode());
+          PoolsSchema.assertMatches(Json.parse(response.body()));
+        });
+  }
+
+  @Test
   public void anUnknownSetupStopsTheApplication() {
     try {
       new GuiceApplicationBuilder().configure("lab.filters", "plian").build();

@@ -98,4 +98,12 @@ public class EchoTest {
     assertEquals("thread-pool-executor", pools.at("/pools/lanes/executor").asText());
     assertEquals(50, pools.at("/work_ms").asInt());
   }
+
+  @Test
+  public void poolsMatchTheDriversSchema() throws Exception {
+    HttpResponse<String> response =
+        client.send(HttpRequest.newBuilder(uri("/pools")).build(), HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, response.statusCode());
+    PoolsSchema.assertMatches(Json.parse(response.body()));
+  }
 }
