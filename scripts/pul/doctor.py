@@ -7,7 +7,8 @@ Two kinds of machine, two sets of checks:
         JDK, the sbt and Coursier caches, ab, wrk, PostgreSQL, gnuplot, mdBook, cores.
 
 Written for Python 3.9+ and the standard library only, so it runs before anything else
-is installed. For the tests, a few environment variables stand in for the machine:
+is installed. Which programs it looks for, and the package each comes from, is the
+"doctor" group of scripts/tools.json (read through pul.tools). For the tests, a few environment variables stand in for the machine:
 PUL_DOCTOR_ROOT (a directory holding fake /proc, /dev, /usr/lib files), PUL_CACHE_DIR,
 COURSIER_CACHE, PUL_WORKSHOP_KIT and PUL_VAGRANTFILE.
 """
@@ -24,6 +25,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import tools
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -362,20 +365,25 @@ def host_checks(offline: bool) -> list[Finding]:
 
 # -- lab machine checks ----------------------------------------------------------
 
+def python_fix() -> str:
+    python = tools.BY_COMMAND["python3"]
+    return install_hint(python.debian_package, python.brew)
+
+
 def check_python() -> Finding:
     version = sys.version_info[:3]
     shown = ".".join(map(str, version))
     if version[:2] < PYTHON_MIN:
-        return Finding(FAIL, "Python", f"{shown} is older than 3.9", install_hint("python3", "python@3.11"))
+        return Finding(FAIL, "Python", f"{shown} is older than 3.9", python_fix())
     if version[:2] < (3, 11):
         return Finding(WARN, "Python", f"{shown}: the labs run, `scripts/lab check` needs 3.11 (tomllib)",
-                       install_hint("python3", "python@3.11"))
+                       python_fix())
     return Finding(OK, "Python", shown)
 
 
 def check_jdk() -> list[Finding]:
     text = output(["java", "-version"])
-    fix = install_hint("openjdk-17-jdk-headless", "openjdk@17")
+    fix = install_hint(tools.JAVA.debian_package, tools.JAVA.brew)
     if text is None:
         return [Finding(FAIL, "JDK", "java not found on PATH", fix)]
     major = version_tuple(text, r'version "(\d+)')
@@ -436,12 +444,13 @@ def find_program(name: str, globs: tuple[str, ...] = ()) -> str | None:
     return None
 
 
-def check_tool(name: str, why: str, package: str, brew: str | None, required: bool = True,
-               globs: tuple[str, ...] = ()) -> Finding:
-    path = find_program(name, globs)
+def check_tool(tool: tools.Tool, required: bool = True) -> Finding:
+    """A row of scripts/tools.json: found on PATH (or where Debian keeps it), or how to get it."""
+    path = find_program(tool.command, tool.search_globs)
     if path:
-        return Finding(OK, name, path)
-    return Finding(FAIL if required else WARN, name, f"missing ({why})", install_hint(package, brew))
+        return Finding(OK, tool.command, path)
+    return Finding(FAIL if required else WARN, tool.command, f"missing ({tool.why})",
+                   install_hint(tool.debian_package, tool.brew))
 
 
 def check_mdbook() -> Finding:
@@ -468,19 +477,10 @@ def check_cores() -> Finding:
 
 def labs_checks() -> list[Finding]:
     findings = [check_python(), *check_jdk(), check_cores()]
-    if system() == "Linux":
-        findings.append(check_tool("taskset", "pins server and load generator to their cores",
-                                   "util-linux", None))
+    # The programs scripts/tools.json puts in its "doctor" group, in the table's order.
+    findings += [check_tool(tool) for tool in tools.in_group("doctor")
+                 if system() == "Linux" or not tool.linux_only]
     findings += [
-        check_tool("curl", "fetches the sbt launcher once", "curl", "curl"),
-        check_tool("git", "scripts/lab reset", "git", "git"),
-        check_tool("ab", "ApacheBench, the load generator", "apache2-utils", None),
-        check_tool("wrk", "the second load generator", "wrk", "wrk"),
-        check_tool("postgres", "PostgreSQL, for lab 03", "postgresql", "postgresql@15",
-                   globs=("/usr/lib/postgresql/*/bin/postgres",)),
-        check_tool("initdb", "creates lab 03's throwaway database", "postgresql", "postgresql@15",
-                   globs=("/usr/lib/postgresql/*/bin/initdb",)),
-        check_tool("gnuplot", "draws the figures", "gnuplot-nox", "gnuplot"),
         check_sbt_cache(),
         check_coursier(),
         check_mdbook(),

@@ -240,7 +240,7 @@ def load(lab_dir: Path) -> Lab:
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise LabError(f"{path}: {error}")
     _check_keys(path, meta, {"title": str, "summary": str, "defaults": dict},
-                {"tools": list, "book": dict})
+                {"tools": list, "book": dict, "test": dict})
     book = meta.get("book", {})
     _check_keys(path, book, {}, {"chapter": str, "outputs": list})
     number = lab_dir.name[:2]

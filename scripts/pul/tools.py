@@ -1,39 +1,103 @@
-"""Finding the tools a lab needs, and saying exactly how to get the missing ones."""
+"""Finding the tools a lab needs, and saying exactly how to get the missing ones.
+
+Which program comes from which Debian package is written once, in scripts/tools.json
+(also read by scripts/doctor, scripts/test, the Vagrantfile and provisioning/update-packages).
+`python3 -m pul.tools packages GROUP|COMMAND...` prints the Debian packages of a group of that
+table or of the named commands, for shell scripts (PYTHONPATH=scripts).
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import LabError, MissingTool
 from .progress import Progress
 
+TABLE_FILE = Path(__file__).resolve().parents[1] / "tools.json"
+
 
 @dataclass(frozen=True)
 class Tool:
-    command: str
+    # None for a package wanted for itself rather than for one program (ca-certificates).
+    command: str | None
     debian_package: str
     why: str
     # Where Debian keeps it when it is not on PATH (PostgreSQL's server binaries).
     search_globs: tuple[str, ...] = ()
+    # Which machines and test parts install it, and who checks it (the table's "groups").
+    groups: tuple[str, ...] = ()
+    # The Homebrew formula scripts/doctor suggests on macOS (None: none to suggest).
+    brew: str | None = None
+    # scripts/doctor checks it on Linux only.
+    linux_only: bool = False
 
 
-AB = Tool("ab", "apache2-utils", "ApacheBench, the load generator")
-TASKSET = Tool("taskset", "util-linux", "pins the server and the load generator to their own cores")
-JAVA = Tool("java", "openjdk-17-jdk-headless", "runs sbt and the Play server")
-CURL = Tool("curl", "curl", "fetches the sbt launcher once")
-GNUPLOT = Tool("gnuplot", "gnuplot-nox", "draws the figures for the book")
-WRK = Tool("wrk", "wrk", "a second load generator, for when ab is the bottleneck")
-INITDB = Tool("initdb", "postgresql", "creates the throwaway PostgreSQL cluster",
-              ("/usr/lib/postgresql/*/bin/initdb",))
-POSTGRES = Tool("postgres", "postgresql", "the PostgreSQL server",
-                ("/usr/lib/postgresql/*/bin/postgres",))
+_FIELDS = {"command": str, "package": str, "why": str, "groups": list, "search_globs": list,
+           "brew": str, "linux_only": bool, "note": str}
+
+
+def load_table(path: Path = TABLE_FILE) -> tuple[dict[str, str], tuple[Tool, ...]]:
+    """The table's groups ({name: what it means}) and its rows, checked."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise LabError(f"{path}: {error}")
+    groups = data.get("groups", {})
+    rows = []
+    for index, entry in enumerate(data.get("tools", [])):
+        where = f"{path}: tools[{index}] ({entry.get('command') or entry.get('package')})"
+        for key, value in entry.items():
+            if key not in _FIELDS:
+                raise LabError(f"{where}: unknown field {key!r} (known: {', '.join(_FIELDS)})")
+            if not isinstance(value, _FIELDS[key]):
+                raise LabError(f"{where}: {key!r} must be a {_FIELDS[key].__name__}")
+        for key in ("package", "why", "groups"):
+            if key not in entry:
+                raise LabError(f"{where}: missing {key!r}")
+        unknown = [g for g in entry["groups"] if g not in groups]
+        if unknown:
+            raise LabError(f"{where}: unknown group(s) {', '.join(unknown)} (the table's \"groups\" lists them)")
+        rows.append(Tool(entry.get("command"), entry["package"], entry["why"],
+                         tuple(entry.get("search_globs", ())), tuple(entry["groups"]),
+                         entry.get("brew"), entry.get("linux_only", False)))
+    commands = [t.command for t in rows if t.command]
+    twice = sorted({c for c in commands if commands.count(c) > 1})
+    if twice:
+        raise LabError(f"{path}: more than one row for {', '.join(twice)}")
+    return groups, tuple(rows)
+
+
+GROUPS, TABLE = load_table()
+BY_COMMAND = {tool.command: tool for tool in TABLE if tool.command}
+
+AB = BY_COMMAND["ab"]
+TASKSET = BY_COMMAND["taskset"]
+JAVA = BY_COMMAND["java"]
+CURL = BY_COMMAND["curl"]
+GNUPLOT = BY_COMMAND["gnuplot"]
+WRK = BY_COMMAND["wrk"]
+INITDB = BY_COMMAND["initdb"]
+POSTGRES = BY_COMMAND["postgres"]
 
 BASE_TOOLS = (JAVA, CURL, AB, TASKSET)
-BY_COMMAND = {tool.command: tool for tool in (AB, TASKSET, JAVA, CURL, GNUPLOT, WRK, INITDB, POSTGRES)}
+
+
+def in_group(group: str) -> tuple[Tool, ...]:
+    """The table's rows in a group ("role:base", "test:scripts", ...)."""
+    if group not in GROUPS:
+        raise LabError(f"unknown group {group!r}; known: {', '.join(GROUPS)}")
+    return tuple(t for t in TABLE if group in t.groups)
+
+
+def package_names(rows) -> list[str]:
+    """The Debian packages of these rows, each once, in the table's order."""
+    return list(dict.fromkeys(t.debian_package for t in rows))
 
 
 def named(commands) -> tuple[Tool, ...]:
@@ -45,6 +109,8 @@ def named(commands) -> tuple[Tool, ...]:
 
 
 def locate(tool: Tool) -> str | None:
+    if tool.command is None:
+        return None
     found = shutil.which(tool.command)
     if found:
         return found
@@ -84,3 +150,27 @@ def ensure(tools: tuple[Tool, ...] | list[Tool], progress: Progress) -> dict[str
             f"\nOn Debian/Ubuntu: sudo apt-get install {packages}\n"
             "(On other systems install the same programs with your package manager, or use the VM: see README.md.)")
     return {t.command: locate(t) for t in tools}  # type: ignore[misc]
+
+
+def main(argv: list[str]) -> int:
+    """`python3 -m pul.tools packages [--missing] GROUP|COMMAND...`: the Debian packages, one line,
+    space-separated. --missing: only those of commands not found here (as `ensure` would install)."""
+    if not argv or argv[0] != "packages":
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    missing_only = "--missing" in argv[1:]
+    names = [a for a in argv[1:] if a != "--missing"]
+    unknown = [name for name in names if name not in GROUPS and name not in BY_COMMAND]
+    if unknown:
+        print(f"pul.tools: {', '.join(unknown)}: neither a group nor a command of {TABLE_FILE}",
+              file=sys.stderr)
+        return 2
+    rows = [row for name in names for row in (in_group(name) if name in GROUPS else named([name]))]
+    if missing_only:
+        rows = [row for row in rows if row.command is None or locate(row) is None]
+    print(" ".join(package_names(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
