@@ -13,7 +13,7 @@ class NonBlocking(Lab):
         for language in LANGUAGES:
             for kind, pool in (("blocking", "default"), ("offloaded", "offload")):
                 name = f"{language}-{kind}"
-                steps.append(Step(name=name, bench_variant=name, concurrency=params["concurrency"],
+                steps.append(Step(name=name, endpoint=name, concurrency=params["concurrency"],
                                   requests=params["requests"], pool=pool, service_ms=params["work_ms"],
                                   probe="/status"))
         return steps

@@ -35,12 +35,12 @@ class JavaAsync(Lab):
         modelled = {COMMON_PARALLELISM: str(params["common_parallelism"])}
         steps = []
         for name, (pool, how) in VARIANTS.items():
-            steps.append(Step(name=name, bench_variant=name,
+            steps.append(Step(name=name, endpoint=name,
                               concurrency=params["concurrency"], requests=params["requests"],
-                              server_props=modelled, pool=pool, service_ms=params["work_ms"],
+                              setup=modelled, pool=pool, service_ms=params["work_ms"],
                               extra={"how": how}))
-        steps.append(Step(name=JVM_DEFAULT, bench_variant="commonpool", concurrency=params["concurrency"],
-                          requests=params["requests"], server_props={}, pool="commonpool",
+        steps.append(Step(name=JVM_DEFAULT, endpoint="commonpool", concurrency=params["concurrency"],
+                          requests=params["requests"], setup={}, pool="commonpool",
                           service_ms=params["work_ms"],
                           extra={"how": "as commonpool, with the common pool sized by the JVM from the "
                                         "server's cores"}))

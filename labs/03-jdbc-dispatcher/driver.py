@@ -202,9 +202,9 @@ class JdbcDispatcher(Lab):
         c, n = params["concurrency"], params["requests"]
         # Aim at a few seconds per step: small pools serve few requests a second.
         rate = min(c, size) * 1000.0 / max(params["query_ms"], 1)
-        return Step(name=name, bench_variant="database-dispatcher", concurrency=c,
+        return Step(name=name, endpoint="database-dispatcher", concurrency=c,
                     requests=min(SWEEP_REQUESTS_FACTOR * n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS))),
-                    server_props={**self._props(size, size), **(props or {})}, pool="database",
+                    setup={**self._props(size, size), **(props or {})}, pool="database",
                     keep_alive=True, warmup_requests=max(100, int(rate * 3)),
                     extra={"pool_size": size, "dispatcher_size": size, **(extra or {})})
 
@@ -221,8 +221,8 @@ class JdbcDispatcher(Lab):
             # More connections (and threads) than PostgreSQL has cores to serve.
             "oversized-connections": (big, big, "database"),
         }
-        return [Step(name=name, bench_variant=name, concurrency=c, requests=n,
-                     server_props=self._props(connections, threads), pool=dispatcher, probe="/status",
+        return [Step(name=name, endpoint=name, concurrency=c, requests=n,
+                     setup=self._props(connections, threads), pool=dispatcher, probe="/status",
                      keep_alive=True,
                      extra={"pool_size": connections, "dispatcher_size": threads})
                 for name, (connections, threads, dispatcher) in set_ups.items()]

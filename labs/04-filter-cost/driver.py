@@ -74,7 +74,7 @@ class FilterCost(Lab):
         setups += [("logging-plain", "logging-plain", 1), ("logging-essential", "logging-essential", 1),
                    # The baseline once more, on a fresh server at the end: how far a repeat run drifts.
                    (BASELINE_AGAIN, "none", 1)]
-        return [Step(name=name, bench_variant="status", concurrency=params["concurrency"],
+        return [Step(name=name, endpoint="status", concurrency=params["concurrency"],
                      # An upper bound only: each run lasts `seconds`.
                      requests=1_000_000, seconds=params["seconds"], repeat=params["repeat"],
                      load_tools=("ab", "wrk"), keep_alive=True, warmup_requests=1_000_000,
@@ -83,13 +83,13 @@ class FilterCost(Lab):
                      # JIT has gone quiet.
                      warmup_settled=WARMUP_SETTLED, warmup_min_rounds=WARMUP_MIN_ROUNDS,
                      warmup_max_rounds=WARMUP_MAX_ROUNDS, warmup_jit_quiet=WARMUP_JIT_QUIET,
-                     server_props={"lab.filters": setup, "lab.chain-length": str(length),
-                                   # Play's defaults minus CSRF: what the CSRF filter costs on its own.
-                                   **({"play.filters.disabled.0": CSRF_FILTER} if name == NO_CSRF else {})},
+                     setup={"lab.filters": filters, "lab.chain-length": str(length),
+                            # Play's defaults minus CSRF: what the CSRF filter costs on its own.
+                            **({"play.filters.disabled.0": CSRF_FILTER} if name == NO_CSRF else {})},
                      fresh_server=name == BASELINE_AGAIN,
-                     extra={"setup": setup, "chain_length": length if setup in KINDS else
-                            (0 if setup == "none" else None)})
-                for name, setup, length in setups]
+                     extra={"setup": filters, "chain_length": length if filters in KINDS else
+                            (0 if filters == "none" else None)})
+                for name, filters, length in setups]
 
     # -- checks -----------------------------------------------------------
     def verify_step(self, step: Step, server, record: dict, services: Services) -> None:
@@ -98,10 +98,10 @@ class FilterCost(Lab):
         if body is None:
             raise LabError(f"{step.name}: the server did not answer /filters")
         report_ = json.loads(body)
-        setup, length = step.server_props["lab.filters"], int(step.server_props["lab.chain-length"])
-        if report_["setup"] != setup:
-            raise LabError(f"{step.name}: the server ran set-up {report_['setup']!r}, not {setup!r}")
-        expected_count = {"none": 0, "play-defaults": None, "logging-plain": 1, "logging-essential": 1}.get(setup, length)
+        filters, length = step.setup["lab.filters"], int(step.setup["lab.chain-length"])
+        if report_["setup"] != filters:
+            raise LabError(f"{step.name}: the server ran set-up {report_['setup']!r}, not {filters!r}")
+        expected_count = {"none": 0, "play-defaults": None, "logging-plain": 1, "logging-essential": 1}.get(filters, length)
         chain = report_["filters"]
         if expected_count is not None and len(chain) != expected_count:
             raise LabError(f"{step.name}: expected {expected_count} filters, the server has {len(chain)}")

@@ -62,7 +62,7 @@ class ConcurrencyHighway(Lab):
         echo_warmup_at = min(8, params["max_concurrency"])
         for c in ladder(params["max_concurrency"]):
             steps.append(Step(
-                name=f"c={c}", bench_variant="echo", concurrency=c,
+                name=f"c={c}", endpoint="echo", concurrency=c,
                 requests=max(params["requests"], REQUESTS_PER_CONCURRENCY * c),
                 # One warm-up (repeated until it settles) for the whole sweep, at c=8.
                 warmup_requests=max(params["requests"], 4000) if c == echo_warmup_at else 0,
@@ -73,7 +73,7 @@ class ConcurrencyHighway(Lab):
         for c in ladder(fixed_top):
             rate = min(c, params["pool_size"]) / (params["work_ms"] / 1000)
             steps.append(Step(
-                name=f"fixed-c={c}", bench_variant="fixed", concurrency=c,
+                name=f"fixed-c={c}", endpoint="fixed", concurrency=c,
                 requests=max(100, REQUESTS_PER_CONCURRENCY * c, round(rate * FIXED_STEP_SECONDS)),
                 pool="lanes", service_ms=params["work_ms"],
                 warmup_requests=400 if c == ladder(fixed_top)[-1] else 0,
@@ -83,7 +83,7 @@ class ConcurrencyHighway(Lab):
             rate = round(fraction * capacity)
             steps.append(Step(
                 # concurrency: only the cap on requests in flight; the load is the rate.
-                name=f"open-rate={rate}", bench_variant="fixed", concurrency=OPEN_LOOP_MAX_IN_FLIGHT,
+                name=f"open-rate={rate}", endpoint="fixed", concurrency=OPEN_LOOP_MAX_IN_FLIGHT,
                 requests=round(rate * OPEN_LOOP_SECONDS), pool="lanes", service_ms=params["work_ms"],
                 warmup_requests=0,
                 extra={"sweep": "open", "payload": payload, "offered_rate": rate,

@@ -14,8 +14,8 @@ from .progress import Progress
 
 
 @dataclass
-class AbResult:
-    """One ab run, in the units the results files use."""
+class LoadResult:
+    """One run of a load tool (ab, or wrk read into the same shape), in the units the results files use."""
 
     command: str
     complete: int
@@ -41,7 +41,7 @@ def _find(pattern: str, text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def parse(output: str, percentiles_csv: str) -> AbResult:
+def parse(output: str, percentiles_csv: str) -> LoadResult:
     """Parse ab's report and its -e percentile file; LoadFailed if ab stopped short."""
     complete = _find(r"^Complete requests:\s+(\d+)", output)
     rps = _find(rf"^Requests per second:\s+{_NUMBER}", output)
@@ -61,7 +61,7 @@ def parse(output: str, percentiles_csv: str) -> AbResult:
     command = _find(r"^\$ ((?:ab|openload) .+)$", output) or "ab"
     errors = sorted({line.strip() for line in output.splitlines()
                      if line.startswith(("apr_", "ab: ", "openload: "))})
-    return AbResult(
+    return LoadResult(
         command=command,
         complete=int(complete),
         failed=int(_find(r"^Failed requests:\s+(\d+)", output) or 0),
@@ -135,7 +135,7 @@ class BenchRun:
             time.sleep(0.25)
         self.children.stop(self.child)
 
-    def result(self) -> AbResult:
+    def result(self) -> LoadResult:
         self._log.close()
         text = self.output.read_text(errors="replace")
         csv = self.csv.read_text() if self.csv.exists() else ""

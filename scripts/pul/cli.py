@@ -94,7 +94,7 @@ def run_parser(lab) -> argparse.ArgumentParser:
     return parser
 
 
-def setup_args(argv: list[str], add_driver_options) -> list[str]:
+def setup_options(argv: list[str], add_driver_options) -> list[str]:
     """The options after `COMMAND LAB` that choose the server's set-up (the lab's own and --set),
     as typed: what run and serve must agree on. Everything else is left out."""
     driver = argparse.ArgumentParser(add_help=False)
@@ -145,7 +145,7 @@ def cmd_run(argv: list[str]) -> int:
         pin=not options.no_pin, server_cpus=options.server_cpus, load_cpus=options.load_cpus,
         warmup=options.warmup, time_limit=options.time_limit, results_dir=options.results_dir,
         write_report=not options.no_report, quiet=options.quiet, settings=parse_settings(options.settings),
-        target=options.target, setup_args=tuple(setup_args(argv, add_run_options))), argv)
+        target=options.target, setup_options=tuple(setup_options(argv, add_run_options))), argv)
     return 0
 
 
@@ -192,7 +192,7 @@ def cmd_serve(argv: list[str]) -> int:
             listen=options.listen, listen_anywhere=options.listen_anywhere, port=options.port,
             variants=tuple(options.variant), rebuild=options.rebuild, pin=not options.no_pin,
             server_cpus=options.server_cpus, quiet=options.quiet, settings=parse_settings(options.settings)),
-            setup_args(argv, add_serve_options))
+            setup_options(argv, add_serve_options))
     except Interrupted as stop:
         # The way a served server is meant to end: not a failure.
         print(f"\nscripts/lab serve: {stop} received; the server and everything it needed are stopped.",

@@ -299,7 +299,7 @@ def at_dir(lab: Lab, lab_dir: Path, app_decides: tuple[str, ...] = ()) -> Lab:
     def steps(self, params: dict):
         steps = base.steps(self, params)
         for step in steps:
-            step.server_props = {k: v for k, v in step.server_props.items() if k not in hidden}
+            step.setup = {k: v for k, v in step.setup.items() if k not in hidden}
         return steps
 
     moved = copy.copy(lab)

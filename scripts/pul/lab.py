@@ -8,6 +8,19 @@ A lab is its folder, `labs/NN-name/`: the Play project and its bench.sh, plus
   `render(results, lab) -> {path: text}`, `summary_notes(results) -> [line]` and
   `table_columns(results)`.
 `load()` reads a folder into a `Lab`; nothing here names a lab.
+
+One word for each idea (CONTRIBUTING.md has the same list):
+- variant: a named row the lab measures, as the reader sees it (`--variant NAME`, the
+  results' `variants`, the tables). The driver measures each variant with a `Step`.
+- endpoint: a name in the lab's bench.sh, mapped to a URL path (`Step.endpoint`); several
+  variants may load one endpoint (lab 03's sweep).
+- set-up: the -D properties a variant's server needs (`Step.setup`); variants with the same
+  set-up share one server start.
+- params: the values of the lab's own options (--concurrency, --requests, ...), as a dict.
+- options: the driver's command-line options (`RunOptions`, `ServeOptions`); `setup_options`
+  are the ones as typed that choose the set-up, which `run --target` and `serve` must share.
+- settings: -D properties the reader adds with `--set KEY=VALUE`.
+- load tool: ab or wrk; a `LoadResult` is what either reports.
 """
 
 from __future__ import annotations
@@ -32,15 +45,15 @@ LAB_FILE = "lab.toml"
 
 @dataclass
 class Step:
-    """One measured row: one bench.sh variant at one concurrency on one server set-up."""
+    """How the driver measures one variant: an endpoint at one concurrency on one server set-up."""
 
     name: str
-    bench_variant: str
+    endpoint: str
     concurrency: int
     requests: int
-    # -D properties for the server. Steps with different properties get a server of their own.
-    server_props: dict[str, str] = field(default_factory=dict)
-    # A server of its own even after a step with the same properties (a repeat on a fresh server).
+    # The server's -D properties. Steps with different set-ups get a server of their own.
+    setup: dict[str, str] = field(default_factory=dict)
+    # A server of its own even after a step with the same set-up (a repeat on a fresh server).
     fresh_server: bool = False
     # Key in the app's /pools report whose `threads` bound the throughput (None: no pool bound).
     pool: str | None = None

@@ -26,11 +26,11 @@ from .server import WHERE_NOT_WHAT, http_get, url_host
 LAB_PROPERTY = "pul.lab"
 
 
-def server_properties(lab: Lab, params: dict, step_props: dict, settings: dict,
-                      service_props: dict | None = None) -> dict[str, str]:
+def server_properties(lab: Lab, params: dict, step_setup: dict, settings: dict,
+                      service_properties: dict | None = None) -> dict[str, str]:
     """Every -D property a step's server gets, the later sources winning: the lab's, its services'
     (a database), the step's own, --set, and the lab's name."""
-    return {**lab.server_properties(params), **(service_props or {}), **step_props, **settings,
+    return {**lab.server_properties(params), **(service_properties or {}), **step_setup, **settings,
             LAB_PROPERTY: lab.name}
 
 
@@ -76,16 +76,16 @@ def command_line(*words: str) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def run_command(lab: Lab, setup_args: list[str], variants: list[str], url: str) -> str:
+def run_command(lab: Lab, setup_options: list[str], variants: list[str], url: str) -> str:
     """What to type on the load machine to measure these variants of a served lab."""
-    return command_line("scripts/lab", "run", lab.number, "--target", url, *setup_args,
+    return command_line("scripts/lab", "run", lab.number, "--target", url, *setup_options,
                         *(w for v in variants for w in ("--variant", v)))
 
 
-def serve_command(lab: Lab, setup_args: list[str], variants: list[str], host: str, port: int) -> str:
+def serve_command(lab: Lab, setup_options: list[str], variants: list[str], host: str, port: int) -> str:
     """What to type on the server's machine to serve these variants."""
     listen = [] if host in ("127.0.0.1", "localhost") else ["--listen", host]
-    return command_line("scripts/lab", "serve", lab.number, *setup_args,
+    return command_line("scripts/lab", "serve", lab.number, *setup_options,
                         *(w for v in variants for w in ("--variant", v)), *listen, "--port", str(port))
 
 
@@ -176,23 +176,23 @@ class RemoteServer:
         return {k: v for k, v in properties.items() if k not in WHERE_NOT_WHAT}
 
     def split_steps(self, lab: Lab, params: dict, steps: list[Step], settings: dict, pools: dict,
-                    setup_args: list[str]) -> tuple[list[Step], list[Skipped]]:
+                    setup_options: list[str]) -> tuple[list[Step], list[Skipped]]:
         """(the steps this server is set up for, the others with what differs and how to serve them).
         UsageError when it serves none of them: measuring then would only measure the wrong set-up."""
         served = self.served_properties(lab, pools)
         matching, other = [], []
         for step in steps:
-            wanted = server_properties(lab, params, step.server_props, settings)
+            wanted = server_properties(lab, params, step.setup, settings)
             (matching if wanted == served else other).append((step, differences(wanted, served)))
         # `scripts/lab serve` without --variant serves the set-up of the lab's first step.
         all_steps = lab.steps(params)
-        first_set_up = [s.name for s in all_steps if s.server_props == all_steps[0].server_props]
+        first_set_up = [s.name for s in all_steps if s.setup == all_steps[0].setup]
         skipped = []
         for step, found in other:
             # One serve command per set-up: every skipped step that shares this one's server.
-            together = [s.name for s, _ in other if s.server_props == step.server_props]
+            together = [s.name for s, _ in other if s.setup == step.setup]
             variants = [] if together == first_set_up else together
-            skipped.append(Skipped(step, found, serve_command(lab, setup_args, variants, self.host, self.port)))
+            skipped.append(Skipped(step, found, serve_command(lab, setup_options, variants, self.host, self.port)))
         if not matching:
             raise UsageError(f"the server at {self.base_url} is not set up for any step of this run, so "
                              "nothing would measure what it claims to:\n" + describe_skipped(skipped))

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import limits, machine, report, results, tools
-from .ab import AbResult, BenchRun
+from .ab import BenchRun, LoadResult
 from .wrk import WrkRun
-from .errors import LabError, ServerFailed, UsageError
+from .errors import ServerFailed, UsageError
 from .lab import Lab, Services, Step
 from .probe import StatusPoller
 from .procs import Children, run_id
@@ -45,7 +45,7 @@ class RunOptions:
     target: str | None = None
     # The options as typed that choose the server's set-up (lab options, --set): for the
     # `scripts/lab serve` commands a --target run prints for the steps it has to skip.
-    setup_args: tuple[str, ...] = ()
+    setup_options: tuple[str, ...] = ()
 
 
 def pinning(options: RunOptions) -> dict:
@@ -109,10 +109,10 @@ def group_by_server(steps: list[Step]) -> list[tuple[dict, list[Step]]]:
     """Consecutive steps with the same server properties share one server start."""
     groups: list[tuple[dict, list[Step]]] = []
     for step in steps:
-        if groups and groups[-1][0] == step.server_props and not step.fresh_server:
+        if groups and groups[-1][0] == step.setup and not step.fresh_server:
             groups[-1][1].append(step)
         else:
-            groups.append((step.server_props, [step]))
+            groups.append((step.setup, [step]))
     return groups
 
 
@@ -131,7 +131,7 @@ def _bench(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict,
     if runner is None:
         raise UsageError(f"unknown load tool {tool!r} in step {step.name} (ab or wrk)")
     extra = {"duration": step.seconds or 10} if tool == "wrk" else {}
-    return runner(children, lab.bench, step.bench_variant, server.base_url, step.concurrency, requests,
+    return runner(children, lab.bench, step.endpoint, server.base_url, step.concurrency, requests,
                   step.seconds or options.time_limit, output, pin["load_cpus"], keep_alive=step.keep_alive,
                   extra_env=step.extra.get("bench_env"), **extra).start()
 
@@ -211,12 +211,12 @@ def _children_cpu_seconds() -> float:
 
 
 def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
-            children: Children, progress: Progress) -> tuple[AbResult, dict | None, dict, list[dict]]:
+            children: Children, progress: Progress) -> tuple[LoadResult, dict | None, dict, list[dict]]:
     """Every run of a step (repeat x load_tools); the variant's numbers come from the median
     run of the first tool. Returns (that run, probe, its CPU, every run as a dict)."""
     single = step.repeat == 1 and tuple(step.load_tools) == ("ab",)
     poller = StatusPoller(server.base_url + step.probe) if step.probe else None
-    runs: list[tuple[AbResult, dict, Path, str, int]] = []
+    runs: list[tuple[LoadResult, dict, Path, str, int]] = []
     for repetition in range(1, step.repeat + 1):
         for tool in step.load_tools:
             what = f"{step.seconds} s" if step.seconds else f"{step.requests} requests"
@@ -248,13 +248,13 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
             runs.append((main.result(), cpu, output, tool, repetition))
     probe = poller.finish() if poller else None
     first_tool = [r for r in runs if r[3] == step.load_tools[0]]
-    ab, cpu, output, _, _ = sorted(first_tool, key=lambda r: r[0].requests_per_sec)[(len(first_tool) - 1) // 2]
+    result, cpu, output, _, _ = sorted(first_tool, key=lambda r: r[0].requests_per_sec)[(len(first_tool) - 1) // 2]
     cpu = {**cpu, "output": output}
     records = [] if single else [run_record(*r, raw_dir.parent) for r in runs]
-    return ab, probe, cpu, records
+    return result, probe, cpu, records
 
 
-def run_record(result: AbResult, cpu: dict, output: Path, tool: str, repetition: int, results_dir: Path) -> dict:
+def run_record(result: LoadResult, cpu: dict, output: Path, tool: str, repetition: int, results_dir: Path) -> dict:
     """One measured run, as kept under a variant's extra["runs"]."""
     return {
         "tool": tool, "repetition": repetition, "command": result.command,
@@ -279,7 +279,7 @@ def _check_alive(server: Server, step: Step) -> None:
                            f"({server.log_path}):\n{server.log_tail()}")
 
 
-def variant_record(lab: Lab, step: Step, ab: AbResult, probe: dict | None, cpu: dict, pools: dict,
+def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None, cpu: dict, pools: dict,
                    params: dict, raw_dir: Path, results_dir: Path) -> dict:
     prediction = lab.predict(step, pools, params)
     predicted = prediction.requests_per_sec
@@ -287,32 +287,32 @@ def variant_record(lab: Lab, step: Step, ab: AbResult, probe: dict | None, cpu: 
         "name": step.name,
         "concurrency": step.concurrency,
         "requests": step.requests,
-        "complete": ab.complete,
-        "requests_per_sec": ab.requests_per_sec,
-        "mean_ms": ab.mean_ms,
-        "p50_ms": ab.pct(50),
-        "p90_ms": ab.pct(90),
-        "p99_ms": ab.pct(99),
-        "max_ms": ab.pct(100),
-        "failed": ab.failed,
-        "non_2xx": ab.non_2xx,
-        "errors": ab.errors,
-        "duration_s": ab.duration_s,
+        "complete": result.complete,
+        "requests_per_sec": result.requests_per_sec,
+        "mean_ms": result.mean_ms,
+        "p50_ms": result.pct(50),
+        "p90_ms": result.pct(90),
+        "p99_ms": result.pct(99),
+        "max_ms": result.pct(100),
+        "failed": result.failed,
+        "non_2xx": result.non_2xx,
+        "errors": result.errors,
+        "duration_s": result.duration_s,
         "predicted_requests_per_sec": predicted,
-        "measured_over_predicted": round(ab.requests_per_sec / predicted, 3) if predicted else None,
+        "measured_over_predicted": round(result.requests_per_sec / predicted, 3) if predicted else None,
         "prediction": prediction.explanation,
         "pool": step.pool,
         "pool_threads": pools["pools"][step.pool]["threads"] if step.pool else None,
         "service_ms": prediction.service_ms if prediction.service_ms is not None else step.service_ms,
-        "server_properties": step.server_props,
-        "ab_command": ab.command,
-        "ab_output": str(cpu.get("output", raw_dir / f"{step.name}.ab.txt").relative_to(results_dir)),
-        "ab_mean_ms": ab.ab_mean_ms,
-        "ab_time_per_request_ms": ab.ab_time_per_request_ms,
+        "server_properties": step.setup,
+        "ab_command": result.command,
+        "ab_output": str(cpu.get("output", raw_dir / f"{step.name}.result.txt").relative_to(results_dir)),
+        "ab_mean_ms": result.ab_mean_ms,
+        "ab_time_per_request_ms": result.ab_time_per_request_ms,
         # Server CPU during the measured run: utilisation 1.0 per core it may use.
         "server_cpu_seconds": cpu["cpu_seconds"],
         "server_cpu_utilization": cpu["utilization"],
-        "server_cpu_ms_per_request": round(cpu["cpu_seconds"] * 1000 / ab.complete, 3) if ab.complete else None,
+        "server_cpu_ms_per_request": round(cpu["cpu_seconds"] * 1000 / result.complete, 3) if result.complete else None,
         # Share of the load generator's cores busy with anything (None: not pinned).
         "load_cores_busy": cpu.get("load_cores_busy"),
         "probe": None if probe is None else {"path": step.probe, **probe},
@@ -331,7 +331,7 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     skipped: list[Skipped] = []
     if remote:
         steps, skipped = remote.split_steps(lab, params, steps, options.settings, remote.pools(),
-                                            list(options.setup_args))
+                                            list(options.setup_options))
         if skipped:
             progress.note(f"running {', '.join(s.name for s in steps)} only; skipping:\n"
                           + describe_skipped(skipped))
@@ -385,9 +385,9 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                         warmups = {step.name: warm_up(lab, step, server, options, pin, raw_dir, children, progress)
                                    for step in group}
                         for step in group:
-                            ab, probe, cpu, runs = measure(lab, step, server, options, pin, raw_dir, children,
+                            result, probe, cpu, runs = measure(lab, step, server, options, pin, raw_dir, children,
                                                            progress)
-                            record = variant_record(lab, step, ab, probe, cpu, pools, params, raw_dir,
+                            record = variant_record(lab, step, result, probe, cpu, pools, params, raw_dir,
                                                     results_dir)
                             if runs:
                                 record["extra"]["runs"] = runs

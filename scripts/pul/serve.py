@@ -38,7 +38,7 @@ class ServeOptions:
     settings: dict = field(default_factory=dict)
 
 
-def serve(lab: Lab, params: dict, options: ServeOptions, setup_args: list[str]) -> None:
+def serve(lab: Lab, params: dict, options: ServeOptions, setup_options: list[str]) -> None:
     """Start the server for the first set-up among the chosen steps; return when it stops."""
     progress = Progress(quiet=options.quiet)
     children = Children()
@@ -48,7 +48,7 @@ def serve(lab: Lab, params: dict, options: ServeOptions, setup_args: list[str]) 
     if options.variants and len(groups) > 1:
         raise UsageError("these variants need servers with different properties, and one server has one set "
                          "of them. Serve them one set-up at a time:\n"
-                         + "\n".join("  " + serve_command(lab, setup_args, [s.name for s in group],
+                         + "\n".join("  " + serve_command(lab, setup_options, [s.name for s in group],
                                                           options.listen, options.port)
                                      for _, group in groups))
     props, served = groups[0]
@@ -70,7 +70,7 @@ def serve(lab: Lab, params: dict, options: ServeOptions, setup_args: list[str]) 
                 try:
                     server.start(children, progress)
                     progress.clear()
-                    _print_instructions(lab, server, [s.name for s in served], groups, setup_args, options)
+                    _print_instructions(lab, server, [s.name for s in served], groups, setup_options, options)
                     while server.alive():
                         time.sleep(0.5)
                     raise ServerFailed(f"the server stopped (exit code {server.child.popen.returncode}). "
@@ -81,7 +81,7 @@ def serve(lab: Lab, params: dict, options: ServeOptions, setup_args: list[str]) 
         children.stop_all()
 
 
-def _print_instructions(lab: Lab, server: Server, served: list[str], groups: list, setup_args: list[str],
+def _print_instructions(lab: Lab, server: Server, served: list[str], groups: list, setup_options: list[str],
                         options: ServeOptions) -> None:
     all_steps = [s.name for _, group in groups for s in group]
     # No --variant needed when this server serves everything the run would measure.
@@ -90,7 +90,7 @@ def _print_instructions(lab: Lab, server: Server, served: list[str], groups: lis
           + (f", pinned to CPU {server.server_cpus}" if server.server_cpus is not None else ""))
     print(f"Server log: {server.log_path}")
     print("\nOn the load machine, type:")
-    print(f"  {run_command(lab, setup_args, variants, server.base_url)}")
+    print(f"  {run_command(lab, setup_options, variants, server.base_url)}")
     if options.listen == LOOPBACK:
         print(f"({LOOPBACK} is reachable from this machine only. For the `load` VM, serve on the private "
               "network's address instead: --listen 192.168.56.10)")
@@ -100,5 +100,5 @@ def _print_instructions(lab: Lab, server: Server, served: list[str], groups: lis
     if others:
         print("\nThe other steps need servers with other properties; serve them one at a time with:")
         for group in others:
-            print(f"  {serve_command(lab, setup_args, [s.name for s in group], options.listen, options.port)}")
+            print(f"  {serve_command(lab, setup_options, [s.name for s in group], options.listen, options.port)}")
     print("\nCtrl-C stops the server.", flush=True)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .ab import AbResult, BenchRun, _tail
+from .ab import LoadResult, BenchRun, _tail
 from .errors import LoadFailed
 
 _SUMMARY = re.compile(r"^PUL-WRK (.+)$", re.M)
 
 
-def parse(output: str, percentiles_csv: str) -> AbResult:
+def parse(output: str, percentiles_csv: str) -> LoadResult:
     """wrk's output plus the summary line and percentile file of scripts/lib/wrk-report.lua."""
     match = _SUMMARY.search(output)
     if match is None:
@@ -37,7 +37,7 @@ def parse(output: str, percentiles_csv: str) -> AbResult:
     concurrency = re.search(r" -c (\d+)", command.group(1)) if command else None
     errors = sorted({line.strip() for line in output.splitlines() if "Socket errors" in line})
     mean_ms = round(fields["mean_latency_us"] / 1000, 3)
-    return AbResult(
+    return LoadResult(
         command=command.group(1) if command else "wrk",
         complete=complete,
         failed=socket_errors,
@@ -76,7 +76,7 @@ class WrkRun(BenchRun):
             progress.update(f"{label or self.variant}: wrk for {self.duration}s")
         super().wait(None, server_alive, label)
 
-    def result(self) -> AbResult:
+    def result(self) -> LoadResult:
         self._log.close()
         text = self.output.read_text(errors="replace")
         csv = self.csv.read_text() if self.csv.exists() else ""

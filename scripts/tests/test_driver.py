@@ -82,8 +82,8 @@ def test_missing_tool_says_how_to_get_it(tmp_path):
 
 
 def test_steps_with_the_same_server_properties_share_a_server():
-    steps = [Step("a", "a", 1, 1), Step("b", "b", 1, 1), Step("c", "c", 1, 1, server_props={"x": "1"}),
-             Step("d", "d", 1, 1, server_props={"x": "1"}), Step("e", "e", 1, 1)]
+    steps = [Step("a", "a", 1, 1), Step("b", "b", 1, 1), Step("c", "c", 1, 1, setup={"x": "1"}),
+             Step("d", "d", 1, 1, setup={"x": "1"}), Step("e", "e", 1, 1)]
     groups = group_by_server(steps)
     assert [[s.name for s in g] for _, g in groups] == [["a", "b"], ["c", "d"], ["e"]]
 

@@ -26,10 +26,10 @@ def run_lab(*args: str) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL)
 
 
-def served(lab_obj, params: dict, step_props: dict, settings: dict | None = None) -> dict:
+def served(lab_obj, params: dict, step_setup: dict, settings: dict | None = None) -> dict:
     """The /pools report of a server started for these properties (as scripts/lab serve would)."""
     properties = {"http.address": "192.168.56.10", "http.port": "9000", "pidfile.path": "/dev/null",
-                  "user.dir": "/somewhere", **server_properties(lab_obj, params, step_props, settings or {})}
+                  "user.dir": "/somewhere", **server_properties(lab_obj, params, step_setup, settings or {})}
     return {"process_cpu_seconds": 1.5, "properties": properties, "pools": {}}
 
 
@@ -83,9 +83,9 @@ def test_serve_refuses_variants_that_need_two_servers():
 def test_setup_args_keep_only_what_chooses_the_server():
     argv = ["run", "03", "--target", URL, "--sweep", "--results-dir", "/tmp/x", "--pools", "2,4",
             "--variant", "pool=2", "--set", "a.b=1", "--no-report", "--time-limit", "30"]
-    assert cli.setup_args(argv, cli.add_run_options) == ["--sweep", "--pools", "2,4", "--set", "a.b=1"]
+    assert cli.setup_options(argv, cli.add_run_options) == ["--sweep", "--pools", "2,4", "--set", "a.b=1"]
     argv = ["serve", "01", "--listen", "192.168.56.10", "--work-ms", "100", "--port", "9001", "--no-pin"]
-    assert cli.setup_args(argv, cli.add_serve_options) == ["--work-ms", "100"]
+    assert cli.setup_options(argv, cli.add_serve_options) == ["--work-ms", "100"]
 
 
 def test_every_step_runs_when_the_server_has_their_properties():
@@ -100,7 +100,7 @@ def test_steps_needing_another_server_are_skipped_with_the_command_that_serves_t
     lab02 = lab.resolve("02")
     params = dict(lab02.defaults)
     steps = lab02.steps(params)
-    pools = served(lab02, params, steps[0].server_props)  # the five main variants' server
+    pools = served(lab02, params, steps[0].setup)  # the five main variants' server
     matching, skipped = RemoteServer(URL).split_steps(lab02, params, steps, {}, pools, ["--requests", "400"])
     assert [s.name for s in matching] == ["blocking", "commonpool", "default-ec", "custom-ec", "ws"]
     [jvm_default] = skipped

@@ -45,7 +45,7 @@ def _warm_up(monkeypatch, rates, step, server):
 
 
 def _step(**kwargs):
-    return Step(name="s", bench_variant="status", concurrency=50, requests=1000, warmup_requests=100, **kwargs)
+    return Step(name="s", endpoint="status", concurrency=50, requests=1000, warmup_requests=100, **kwargs)
 
 
 def test_two_agreeing_rounds_are_enough_without_the_jit_check(monkeypatch):

@@ -59,9 +59,9 @@ def test_the_extra_steps_differ_from_their_sweep_step_only_in_the_jitter():
                                                          "--wide-jitter-pool", "64"), "sweep": "only"})}
     assert list(steps) == ["pool=16", "pool=64", "lockstep-pool=16", "wide-jitter-pool=64"]
     for extra, base, jitter in (("lockstep-pool=16", "pool=16", "0"), ("wide-jitter-pool=64", "pool=64", "1")):
-        props = dict(steps[extra].server_props)
+        props = dict(steps[extra].setup)
         assert props.pop("lab.query-jitter") == jitter
-        assert props == steps[base].server_props
+        assert props == steps[base].setup
         assert steps[extra].extra["query_jitter"] == float(jitter)
 
 

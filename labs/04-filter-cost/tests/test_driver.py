@@ -54,7 +54,7 @@ def test_every_step_selects_its_set_up_by_system_properties():
     assert names[:2] == ["none", "play-defaults"] and names[-1] == "none-again"
     assert {"plain-x1", "plain-x3", "essential-x3", "java-plain-x10", "logging-essential"} <= set(names)
     by_name = {s.name: s for s in steps}
-    assert by_name["plain-x3"].server_props == {"lab.filters": "plain", "lab.chain-length": "3"}
+    assert by_name["plain-x3"].setup == {"lab.filters": "plain", "lab.chain-length": "3"}
     assert all(s.keep_alive and s.load_tools == ("ab", "wrk") for s in steps)
 
 
