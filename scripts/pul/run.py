@@ -322,82 +322,29 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
 
 
 def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
+    """Measure the lab's chosen variants; write, print and return the results."""
     progress = Progress(quiet=options.quiet)
     children = Children()
     token = run_id()
     started = results.utc_now()
-    steps = select_steps(lab, params, options.variants)
     remote = RemoteServer(options.target) if options.target else None
-    skipped: list[Skipped] = []
-    if remote:
-        steps, skipped = remote.split_steps(lab, params, steps, options.settings, remote.pools(),
-                                            list(options.setup_options))
-        if skipped:
-            progress.note(f"running {', '.join(s.name for s in steps)} only; skipping:\n"
-                          + describe_skipped(skipped))
+    steps, skipped = _chosen_steps(lab, params, options, remote, progress)
     if options.port is not None:
         check_port(options.port)
-    # gnuplot draws the book's figures after the run: check for it before an hour of measuring.
-    draws_figures = options.write_report and options.results_dir is None
-    needed = tuple(lab.tools_needed) + ((tools.GNUPLOT,) if draws_figures else ())
-    if remote:
-        # No build, no server, no database here: only the load generators (and taskset for --load-cpus).
-        needed = tuple(t for t in needed if t in (tools.AB, tools.WRK, tools.GNUPLOT)) + (
-            (tools.TASKSET,) if options.load_cpus and options.pin else ())
-    found = tools.ensure(needed, progress)
-    # Each connection is a file descriptor in the load generator and in the server; both inherit
-    # this process's limit, so raise it before starting them (and say so, or say why not).
-    limit_note = limits.raise_open_files(max((s.concurrency for s in steps), default=0) + 1024)
-    if limit_note:
-        progress.note(limit_note)
+    found = _tools_and_limits(lab, steps, options, remote, progress)
     pin = pinning(options)
     if pin["load_cpus"] is not None:
         # The driver's own polling belongs with the load generator, off the server's core.
         os.sched_setaffinity(0, _cpu_set(pin["load_cpus"]))
     results_dir = options.results_dir or (lab.dir / "results")
     run_stamp = results.stamp(started)
-    raw_dir = results_dir / run_stamp
-    work_dir = lab.dir / "target" / "pul"
-    variants: list[dict] = []
-    pools_seen: dict = {}
+    where = Where(results_dir, results_dir / run_stamp, lab.dir / "target" / "pul")
     # `scripts/lab serve` holds the lock as long as it serves: on the same machine, this run would wait.
     same_machine = remote and remote.host in ("127.0.0.1", "::1", "localhost")
     try:
         with bench_lock(progress, ". If that is `scripts/lab serve`, it holds the lock while it serves: "
                         "load it from another machine" if same_machine else ""):
-            # A remote server's build and services (lab 03's database) belong to its machine.
-            script = None if remote else build(lab.dir, children, progress, force=options.rebuild)
-            started_services = (contextlib.nullcontext(Services()) if remote
-                                else lab.services(Context(children, progress, work_dir), params))
-            with started_services as services:
-                for props, group in group_by_server(steps):
-                    server = remote or Server(script, options.port or free_port(), work_dir / "server.log",
-                                              pin["server_cpus"],
-                                              server_properties(lab, params, props, options.settings,
-                                                                services.properties), env=services.env)
-                    try:
-                        server.start(children, progress)
-                        pools = lab.inspect_server(server, services)
-                        pools_seen = pools_seen or pools
-                        # Warm every variant first: the JIT's work for one variant speeds up
-                        # the others, so measuring right after each one's own warm-up would
-                        # favour whichever runs last.
-                        warmups = {step.name: warm_up(lab, step, server, options, pin, raw_dir, children, progress)
-                                   for step in group}
-                        for step in group:
-                            result, probe, cpu, runs = measure(lab, step, server, options, pin, raw_dir, children,
-                                                           progress)
-                            record = variant_record(lab, step, result, probe, cpu, pools, params, raw_dir,
-                                                    results_dir)
-                            if runs:
-                                record["extra"]["runs"] = runs
-                            if warmups[step.name] is not None:
-                                record["warmup"] = warmups[step.name]
-                            lab.verify_step(step, server, record, services)
-                            variants.append(record)
-                            _print_step(record, progress)
-                    finally:
-                        server.stop(children)
+            pools, variants = _measure_all(lab, params, steps, options, pin, remote, where, children, progress)
     finally:
         children.stop_all()
     progress.clear()
@@ -416,15 +363,114 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         "settings": options.settings,
         "target": remote.base_url if remote else None,
         "server_cpu_source": (remote or Server).cpu_source,
-        "pools": pools_seen,
+        "pools": pools,
         "variants": variants,
     }
     if remote:
         data["skipped_variants"] = [s.record() for s in skipped]
+    _write_and_print(lab, data, options, where, run_stamp, remote, skipped)
+    return data
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a run writes: its results, its raw load-tool output, its servers' logs."""
+
+    results_dir: Path
+    raw_dir: Path
+    work_dir: Path
+
+
+def _chosen_steps(lab: Lab, params: dict, options: RunOptions, remote: RemoteServer | None,
+                  progress: Progress) -> tuple[list[Step], list[Skipped]]:
+    """The steps --variant chose; with --target, only those the remote server is set up for."""
+    steps = select_steps(lab, params, options.variants)
+    if not remote:
+        return steps, []
+    steps, skipped = remote.split_steps(lab, params, steps, options.settings, remote.pools(),
+                                        list(options.setup_options))
+    if skipped:
+        progress.note(f"running {', '.join(s.name for s in steps)} only; skipping:\n"
+                      + describe_skipped(skipped))
+    return steps, skipped
+
+
+def _tools_and_limits(lab: Lab, steps: list[Step], options: RunOptions, remote: RemoteServer | None,
+                      progress: Progress) -> dict[str, str]:
+    """Every tool the run needs, found (or installed) before any measuring; the open-files limit."""
+    # gnuplot draws the book's figures after the run: check for it before an hour of measuring.
+    draws_figures = options.write_report and options.results_dir is None
+    needed = tuple(lab.tools_needed) + ((tools.GNUPLOT,) if draws_figures else ())
+    if remote:
+        # No build, no server, no database here: only the load generators (and taskset for --load-cpus).
+        needed = tuple(t for t in needed if t in (tools.AB, tools.WRK, tools.GNUPLOT)) + (
+            (tools.TASKSET,) if options.load_cpus and options.pin else ())
+    found = tools.ensure(needed, progress)
+    # Each connection is a file descriptor in the load generator and in the server; both inherit
+    # this process's limit, so raise it before starting them (and say so, or say why not).
+    limit_note = limits.raise_open_files(max((s.concurrency for s in steps), default=0) + 1024)
+    if limit_note:
+        progress.note(limit_note)
+    return found
+
+
+def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions, pin: dict,
+                 remote: RemoteServer | None, where: Where, children: Children,
+                 progress: Progress) -> tuple[dict, list[dict]]:
+    """Build, start the services, then one server per set-up: warm up and measure its steps.
+    Returns the first server's /pools report and one record per step."""
+    # A remote server's build and services (lab 03's database) belong to its machine.
+    script = None if remote else build(lab.dir, children, progress, force=options.rebuild)
+    started_services = (contextlib.nullcontext(Services()) if remote
+                        else lab.services(Context(children, progress, where.work_dir), params))
+    variants: list[dict] = []
+    first_pools: dict = {}
+    with started_services as services:
+        for setup, group in group_by_server(steps):
+            server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
+                                      pin["server_cpus"],
+                                      server_properties(lab, params, setup, options.settings, services.properties),
+                                      env=services.env)
+            try:
+                server.start(children, progress)
+                pools = lab.inspect_server(server, services)
+                first_pools = first_pools or pools
+                variants += _measure_group(lab, params, group, server, services, pools, options, pin, where,
+                                           children, progress)
+            finally:
+                server.stop(children)
+    return first_pools, variants
+
+
+def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: Services, pools: dict,
+                   options: RunOptions, pin: dict, where: Where, children: Children,
+                   progress: Progress) -> list[dict]:
+    """The steps that share one server: warm every one up first, then measure each."""
+    # The JIT's work for one variant speeds up the others, so measuring right after each one's
+    # own warm-up would favour whichever runs last.
+    warmups = {step.name: warm_up(lab, step, server, options, pin, where.raw_dir, children, progress)
+               for step in group}
+    records = []
+    for step in group:
+        result, probe, cpu, runs = measure(lab, step, server, options, pin, where.raw_dir, children, progress)
+        record = variant_record(lab, step, result, probe, cpu, pools, params, where.raw_dir, where.results_dir)
+        if runs:
+            record["extra"]["runs"] = runs
+        if warmups[step.name] is not None:
+            record["warmup"] = warmups[step.name]
+        lab.verify_step(step, server, record, services)
+        records.append(record)
+        _print_step(record, progress)
+    return records
+
+
+def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, run_stamp: str,
+                     remote: RemoteServer | None, skipped: list[Skipped]) -> None:
+    """Write the results (and the book's files, for the lab's own results/); print the table."""
     # The repository's own results/ keeps one run, the one the book shows (earlier runs live in
     # git history); a folder of the reader's choice keeps every run.
-    replaces = results_dir.resolve() == (lab.dir / "results").resolve()
-    path = results.write(data, results_dir, run_stamp, replace=replaces)
+    replaces = where.results_dir.resolve() == (lab.dir / "results").resolve()
+    path = results.write(data, where.results_dir, run_stamp, replace=replaces)
     print()
     print(f"Lab {lab.name}: {lab.title}")
     print(results.text_table(data, lab.table_columns(data)))
@@ -435,12 +481,11 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     if skipped:
         print(f"Skipped (the server at {remote.base_url} is set up for other steps):\n" + describe_skipped(skipped))
     print(f"Results: {_display(path)} (and latest.json{', replacing the previous run' if replaces else ''}); "
-          f"raw ab output in {_display(raw_dir)}/")
+          f"raw ab output in {_display(where.raw_dir)}/")
     if options.write_report and options.results_dir is None:
         written = report.write_lab(lab, data)
         if written:
             print(f"Book tables and figures updated: {', '.join(_display(p) for p in written)}")
-    return data
 
 
 def _print_step(record: dict, progress: Progress) -> None:
