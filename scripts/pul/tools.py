@@ -129,24 +129,29 @@ def _can_install() -> bool:
 def ensure(tools: tuple[Tool, ...] | list[Tool], progress: Progress) -> dict[str, str]:
     """Return {command: path}; install missing Debian packages as root, else explain."""
     missing = [t for t in tools if locate(t) is None]
+    apt_failure = ""
     if missing and _can_install():
         packages = sorted({t.debian_package for t in missing})
         progress.step(f"installing {' '.join(packages)} (missing: {', '.join(t.command for t in missing)})")
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        result = subprocess.run(["apt-get", "install", "-y", "-q", *packages], env=env,
-                                stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        install = ["apt-get", "install", "-y", "-q", *packages]
+        result = subprocess.run(install, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
         if result.returncode != 0:
             # A fresh machine may have no package lists yet.
             subprocess.run(["apt-get", "update", "-q"], env=env, stdin=subprocess.DEVNULL,
                            capture_output=True)
-            subprocess.run(["apt-get", "install", "-y", "-q", *packages], env=env,
-                           stdin=subprocess.DEVNULL, capture_output=True)
+            result = subprocess.run(install, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if result.returncode != 0:
+            # Why apt-get failed (a held dpkg lock, no network, an unknown package) is the useful part.
+            said = [line for line in (result.stderr or result.stdout or "").splitlines() if line.strip()][-5:]
+            apt_failure = (f"\n`{' '.join(install)}` failed (exit {result.returncode})"
+                           + (":\n" + "\n".join(f"  {line}" for line in said) if said else "") + "\n")
         missing = [t for t in missing if locate(t) is None]
     if missing:
         lines = [f"  {t.command:10} {t.why}  ->  apt-get install {t.debian_package}" for t in missing]
         packages = " ".join(sorted({t.debian_package for t in missing}))
         raise MissingTool(
-            "these tools are missing:\n" + "\n".join(lines) +
+            "these tools are missing:\n" + "\n".join(lines) + apt_failure +
             f"\nOn Debian/Ubuntu: sudo apt-get install {packages}\n"
             "(On other systems install the same programs with your package manager, or use the VM: see README.md.)")
     return {t.command: locate(t) for t in tools}  # type: ignore[misc]
