@@ -15,11 +15,22 @@ import argparse
 import json
 import statistics
 import sys
+import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
-from . import report
+from . import report, schema
 from .errors import LabError, UsageError
+
+# The files come from students' machines (a USB stick, a chat upload): untrusted. Each is read
+# only up to this size, checked against the results schema, and its names must be plain text.
+MAX_FILE_BYTES = 20 * 1024 * 1024
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "results.schema.json"
+# ASCII characters a name may have where it reaches the markdown table or the gnuplot script: none
+# with a meaning in markdown (| ` * [ < \ ...), in gnuplot (" ' ` @ ...) or in a shell.
+NAME_PUNCTUATION = " ._=+:,()/@-"
+NAME_RULE = f"letters, digits, space and {' '.join(NAME_PUNCTUATION.strip())}"
+MAX_NAME = 200
 
 
 def _is_results(data: object) -> bool:
@@ -27,15 +38,42 @@ def _is_results(data: object) -> bool:
         and isinstance(data["variants"], list)
 
 
-def find_files(paths: list[Path]) -> list[Path]:
+def _shown(path: Path) -> str:
+    """A path as a message shows it: a name with control characters (a terminal escape) quoted."""
+    text = str(path)
+    return text if text.isprintable() else ascii(text)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether `path`, its symbolic links followed, is in `folder` (also followed)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+        return True
+    except (ValueError, OSError, RuntimeError):
+        return False
+
+
+def find_files(paths: list[Path], warn=print) -> list[Path]:
+    """The .json files under the folders (and the files) given. A symbolic link that leads out of
+    the folder it was found in is skipped: a student's folder could point at any file here."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.json") if p.is_file()))
+            found = sorted(p for p in path.rglob("*.json") if p.is_file())
         elif path.is_file():
-            files.append(path)
+            found = [path]
+        elif path.exists() or path.is_symlink():
+            warn(f"skipped {_shown(path)}: not a regular file")
+            continue
         else:
             raise UsageError(f"no such file or directory: {path}")
+        folder = path if path.is_dir() else path.parent
+        for file in found:
+            if _inside(file, folder):
+                files.append(file)
+            else:
+                warn(f"skipped {_shown(file)}: a symbolic link to {_shown(file.resolve())}, "
+                     f"outside {_shown(folder)}")
     return files
 
 
@@ -50,17 +88,87 @@ def source_name(path: Path) -> str:
     return path.parent.name or path.stem
 
 
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not JSON")
+
+
+def read_json(path: Path) -> object:
+    """A file's JSON, read up to MAX_FILE_BYTES; ValueError (or OSError) says why not."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB, far more than a results file")
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_not_json)
+    except RecursionError:
+        raise ValueError("nested too deeply")
+
+
+def unsafe_name(text: object) -> str | None:
+    """Why `text` cannot be shown in the table or the figure (None: it can)."""
+    if not isinstance(text, str):
+        return f"is not text ({json.dumps(text)[:40]})"
+    if not text.strip():
+        return "is empty"
+    if len(text) > MAX_NAME:
+        return f"is longer than {MAX_NAME} characters"
+    for char in text:
+        if char.isascii():
+            if not (char.isalnum() or char in NAME_PUNCTUATION):
+                return f"has the character {char!r} (allowed: {NAME_RULE})"
+        elif unicodedata.category(char)[0] not in "LMNS":
+            # Letters, marks, numbers and symbols of any script; not control or format characters
+            # (a right-to-left override), nor line separators.
+            return f"has the character {ascii(char)} (allowed: {NAME_RULE})"
+    return None
+
+
+def unsafe_fields(data: dict, source: str) -> list[str]:
+    """The names this file would put in the markdown table or the gnuplot script that are not plain
+    text, each as `field 'value' has ...`."""
+    machine = data["machine"]
+    named = [("folder name", source), ("lab", data["lab"]),
+             ("machine.cpu_model", machine.get("cpu_model", "?"))]
+    if machine.get("jdk") is not None:
+        named.append(("machine.jdk", machine["jdk"]))
+    named += [(f"variants[{i}].name", v["name"]) for i, v in enumerate(data["variants"])]
+    for key, value in data["params"].items():
+        named.append((f"params key {key!r}"[:60], key))
+        if value is not None and not isinstance(value, (bool, int, float)):
+            named.append((f"params.{key}", value))
+    problems = []
+    for field, value in named:
+        why = unsafe_name(value)
+        if why:
+            shown = ascii(value) if isinstance(value, str) and len(value) <= 80 else "(value not shown)"
+            problems.append(f"{field} {shown} {why}")
+    return problems
+
+
 def load_runs(files: list[Path], warn=print) -> list[dict]:
-    """Results files, each once (latest.json repeats a stamped file), with where they came from."""
+    """Results files, each once (latest.json repeats a stamped file), with where they came from.
+    A file that is not JSON, does not match the results schema or has names that are not plain
+    text is skipped, and `warn` says why, naming the file."""
+    results_schema = schema.load(SCHEMA_PATH)
     runs, seen = [], set()
     for path in files:
         try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            warn(f"skipped {path}: not readable JSON ({error})")
+            data = read_json(path)
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            warn(f"skipped {_shown(path)}: not readable JSON ({error})")
             continue
         if not _is_results(data):
-            warn(f"skipped {path}: not a lab results file")
+            warn(f"skipped {_shown(path)}: not a lab results file")
+            continue
+        problems = schema.errors(data, results_schema)
+        if problems:
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            warn(f"skipped {_shown(path)}: does not match scripts/results.schema.json: "
+                 f"{'; '.join(problems[:3])}{more}")
+            continue
+        problems = unsafe_fields(data, source_name(path))
+        if problems:
+            warn(f"skipped {_shown(path)}: {'; '.join(problems)}")
             continue
         key = (data.get("run_id"), data["lab"], data.get("started_at"),
                json.dumps(data["machine"], sort_keys=True))
@@ -150,8 +258,18 @@ def markdown(grouped: dict[tuple[str, str], list[dict]], figures: dict[tuple[str
     return "\n".join(lines)
 
 
-def _quote(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+def _gnuplot_string(text: str) -> str:
+    """A gnuplot string constant that shows `text` as it is. Single-quoted: gnuplot substitutes
+    backquotes (a shell command) everywhere but in single-quoted strings, and expands backslash
+    escapes only in double-quoted ones (gnuplot 5.4 `help substitution backquotes`, `help quotes`);
+    '' is the one escape. A line break would end the command, so none survives."""
+    return "'" + " ".join(text.splitlines()).replace("'", "''") + "'"
+
+
+def _data_label(text: str) -> str:
+    """A label in an inline data block: double-quoted, so without the quote and line breaks that
+    would end it (lines of a data block are data, never commands: no backquote substitution)."""
+    return '"' + " ".join(text.splitlines()).replace('"', "'") + '"'
 
 
 def figure(lab: str, runs: list[dict]) -> str:
@@ -161,17 +279,19 @@ def figure(lab: str, runs: list[dict]) -> str:
     for number, run in enumerate(runs, 1):
         by_name = {v["name"]: v for v in run["variants"]}
         cells = " ".join(f"{by_name[n]['requests_per_sec']:.1f}" if n in by_name else "NaN" for n in names)
-        rows.append(f'"#{number} {_quote(run["_source"])}" {cells}')
+        label = _data_label(f"#{number} {run['_source']}")
+        rows.append(f"{label} {cells}")
     plots = ", ".join(
-        f"$data using {i + 2}{':xtic(1)' if i == 0 else ''} title \"{_quote(n)}\"" for i, n in enumerate(names))
+        f"$data using {i + 2}{':xtic(1)' if i == 0 else ''} title {_gnuplot_string(n)} noenhanced"
+        for i, n in enumerate(names))
     width = max(760, 120 + 70 * len(runs) * max(1, len(names)) // 2)
     script = report.svg_header(width=min(width, 1600), height=440) + f"""
-set title "{_quote(lab)}: the same lab on every machine in the room"
+set title {_gnuplot_string(lab + ": the same lab on every machine in the room")} noenhanced
 {report.CLUSTERED_BARS}set ylabel "requests per second"
 set yrange [0:*]
 set grid ytics
 set key outside right top
-set xtics nomirror rotate by -30
+set xtics nomirror rotate by -30 noenhanced
 $data << EOD
 {chr(10).join(rows)}
 EOD
@@ -198,7 +318,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-figures", action="store_true", help="tables only (no gnuplot needed)")
     options = parser.parse_args(argv)
     try:
-        runs = load_runs(find_files(options.paths), warn=lambda m: print(m, file=sys.stderr))
+        warn = lambda m: print(m, file=sys.stderr)  # noqa: E731
+        runs = load_runs(find_files(options.paths, warn), warn=warn)
         if options.lab:
             runs = [r for r in runs if any(r["lab"] == w or r["lab"].startswith(w.zfill(2) + "-")
                                            for w in options.lab)]
