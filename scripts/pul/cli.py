@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import exercises, report
+from . import checks, exercises, report
 from .errors import EXIT_CODES, LabError, UsageError
 from .lab import all_labs, resolve
 from .procs import Interrupted, signals_raise
@@ -109,6 +109,7 @@ def parse_settings(settings: list[str]) -> dict[str, str]:
         key, sep, value = setting.partition("=")
         if not sep or not key or any(c.isspace() for c in key):
             raise UsageError(f"--set takes KEY=VALUE (got {setting!r})")
+        checks.check_setting(key)
         parsed[key] = value
     return parsed
 
