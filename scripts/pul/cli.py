@@ -215,8 +215,7 @@ def cmd_report(argv: list[str]) -> int:
         return 1 if stale else 0
     for lab in labs:
         for path, content in report.render(lab).items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content)
+            report.write_file(path, content)
             print(f"wrote {path}")
     return 0
 

@@ -33,6 +33,19 @@ class LoadFailed(LabError):
     exit_code = 7
 
 
+class WriteFailed(LabError, OSError):
+    """A results or book file could not be written (full disk, read-only folder); the earlier
+    file, if any, is left as it was. An OSError too, for callers that catch those."""
+
+    exit_code = 9
+
+
+class BadResults(LabError):
+    """A results file that is not valid JSON or lacks what the book is drawn from."""
+
+    exit_code = 10
+
+
 EXIT_CODES = {
     0: "success",
     1: "other failure",
@@ -43,6 +56,8 @@ EXIT_CODES = {
     6: "the lab did not build",
     7: "the load generator failed",
     8: "an exercise check did not pass (scripts/lab check: the output says why, with a hint)",
+    9: "a results or book file could not be written (the message names it; a run prints its measurement first)",
+    10: "a results file is corrupt or incomplete (the message names it and what is wrong)",
     130: "interrupted (Ctrl-C); everything started was stopped",
     143: "terminated (SIGTERM); everything started was stopped",
 }

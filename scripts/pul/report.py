@@ -8,10 +8,12 @@ never show a number that no run produced.
 from __future__ import annotations
 
 import subprocess
+import traceback
 from pathlib import Path
 
-from .errors import LabError
+from .errors import BadResults, LabError
 from .lab import Lab
+from .results import load, write_text_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,17 +22,30 @@ def render(lab: Lab) -> dict[Path, str]:
     latest = lab.dir / "results" / "latest.json"
     if not latest.exists():
         return {}
-    from .results import load
+    data = load(latest)
+    try:
+        artifacts = lab.report(data)
+    except (KeyError, IndexError, TypeError) as error:
+        # The schema checks what every lab reads; a lab's own report reads more (its `extra`).
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        what = (f"has no {error.args[0]!r}" if isinstance(error, KeyError) and error.args
+                else f"has a value it cannot use ({error})")
+        raise BadResults(f"{latest} {what}, which the lab's report reads ({frame.filename}:{frame.lineno}): "
+                         "an incomplete or hand-edited results file? Restore it with `git checkout -- FILE` "
+                         "or measure again") from error
+    return {REPO / rel: content for rel, content in artifacts.items()}
 
-    return {REPO / rel: content for rel, content in lab.report(load(latest)).items()}
+
+def write_file(path: Path, content: str) -> None:
+    """One book file, written atomically (see results.write_text_atomic)."""
+    write_text_atomic(path, content)
 
 
 def write_lab(lab: Lab, data: dict) -> list[Path]:
     written = []
     for rel, content in lab.report(data).items():
         path = REPO / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
+        write_file(path, content)
         written.append(path)
     return written
 

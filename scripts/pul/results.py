@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
+
+from . import schema
+from .errors import BadResults, WriteFailed
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "scripts" / "results.schema.json"
@@ -30,13 +36,70 @@ def stamp(moment: datetime) -> str:
 STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}Z")
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a reader, a crash or a full disk leaves either the old
+    file or the new one, never half of one (see _replace_atomically)."""
+    _replace_atomically(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def copy_atomic(source: Path, path: Path) -> None:
+    """Copy `source` to `path`, atomically like write_text_atomic."""
+    _replace_atomically(Path(path), lambda tmp: shutil.copyfile(source, tmp))
+
+
+def _replace_atomically(path: Path, fill) -> None:
+    """`fill(tmp)` writes a temporary file in `path`'s folder; it is flushed to disk, then
+    renamed over `path`. A failure removes the temporary file, leaves `path` as it was and
+    raises WriteFailed naming `path`."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = _mode_for(path)
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        tmp = Path(name)
+        fill(tmp)
+        _fsync(tmp)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+        tmp = None
+        with contextlib.suppress(OSError):  # some file systems cannot flush a folder; the file is written
+            _fsync(path.parent)
+    except OSError as error:
+        raise WriteFailed(f"could not write {path}: {error.strerror or error}"
+                          + (" (the earlier file is unchanged)" if path.is_file() else "")) from error
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def _mode_for(path: Path) -> int:
+    """The mode the file has, or the one a plain open() would give a new file (mkstemp's is 0600)."""
+    with contextlib.suppress(OSError):
+        return path.stat().st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file's data, or a folder's entries (the rename), to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write(results: dict, results_dir: Path, run_stamp: str, replace: bool = False) -> Path:
-    """`<stamp>.json`, copied to `latest.json`; with `replace`, the earlier runs' files are then
-    removed: only after both are written, so a failed write leaves the earlier run in place."""
-    results_dir.mkdir(parents=True, exist_ok=True)
+    """`<stamp>.json` and the same text as `latest.json`, each written atomically; with
+    `replace`, the earlier runs' files are then removed: only after both are written, so a
+    failed write leaves the earlier run in place."""
     path = results_dir / f"{run_stamp}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    shutil.copyfile(path, results_dir / "latest.json")
+    text = json.dumps(results, indent=2) + "\n"
+    write_text_atomic(path, text)
+    copy_atomic(path, results_dir / "latest.json")
     if replace:
         remove_earlier_runs(results_dir, run_stamp)
     return path
@@ -72,7 +135,20 @@ def remove_earlier_runs(results_dir: Path, run_stamp: str) -> list[Path]:
 
 
 def load(path: Path) -> dict:
-    return json.loads(path.read_text())
+    """A results file, checked against scripts/results.schema.json (by pul/schema.py) before the
+    tables and the book read it; BadResults names the file and what is wrong."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise BadResults(f"cannot read {path}: {error.strerror or error}") from error
+    except ValueError as error:
+        raise BadResults(f"{path} is not valid JSON ({error}); a run that was cut off? "
+                         "Restore it with `git checkout -- FILE` or measure again") from error
+    problems = schema.errors(data, schema.load(SCHEMA))
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise BadResults(f"{path} is not a complete results file ({SCHEMA.name}): {shown}")
+    return data
 
 
 # -- tables ----------------------------------------------------------------

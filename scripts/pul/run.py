@@ -466,20 +466,28 @@ def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: 
 
 def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, run_stamp: str,
                      remote: RemoteServer | None, skipped: list[Skipped]) -> None:
-    """Write the results (and the book's files, for the lab's own results/); print the table."""
+    """Print the table, then write the results (and the book's files, for the lab's own results/).
+    Printed first, so a full disk or a folder that cannot be written still shows the measurement;
+    the write then fails with WriteFailed, naming the file."""
     # The repository's own results/ keeps one run, the one the book shows (earlier runs live in
     # git history); a folder of the reader's choice keeps every run.
     replaces = where.results_dir.resolve() == (lab.dir / "results").resolve()
-    path = results.write(data, where.results_dir, run_stamp, replace=replaces)
     print()
     print(f"Lab {lab.name}: {lab.title}")
     print(results.text_table(data, lab.table_columns(data)))
     for note in lab.summary_notes(data):
         print(note)
     print()
-    print(results.machine_line(data))
+    print(results.machine_line(data), flush=True)
     if skipped:
-        print(f"Skipped (the server at {remote.base_url} is set up for other steps):\n" + describe_skipped(skipped))
+        print(f"Skipped (the server at {remote.base_url} is set up for other steps):\n" + describe_skipped(skipped),
+              flush=True)
+    try:
+        path = results.write(data, where.results_dir, run_stamp, replace=replaces)
+    except results.WriteFailed as error:
+        raise results.WriteFailed(f"{error}. The table above is this run's measurement; to keep its results "
+                                  "file, make room or choose another folder (--results-dir DIR) and run "
+                                  "again") from error
     print(f"Results: {_display(path)} (and latest.json{', replacing the previous run' if replaces else ''}); "
           f"raw ab output in {_display(where.raw_dir)}/")
     if options.write_report and options.results_dir is None:
