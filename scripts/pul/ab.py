@@ -33,6 +33,11 @@ class LoadResult:
         return self.percentiles[p]
 
 
+# ab refuses a concurrency above its MAX_CONCURRENCY ("Invalid Concurrency [Range 0..N]"): 200000 in
+# httpd 2.4's support/ab.c and Debian 12's ab (apache2-utils 2.4.71), 20000 in older ones.
+# pul.checks.ab_max_concurrency asks the installed ab, and falls back on this.
+MAX_CONCURRENCY = 200_000
+
 _NUMBER = r"([0-9]+(?:\.[0-9]+)?)"
 
 

@@ -141,6 +141,7 @@ def cmd_run(argv: list[str]) -> int:
                 raise UsageError(f"{name} is about the server, which runs on the other machine with --target: "
                                  f"give it to `scripts/lab serve` there")
     params = lab.params(options)
+    checks.check_run(lab, params, options)
     run(lab, params, RunOptions(
         port=options.port, variants=tuple(options.variant), rebuild=options.rebuild,
         pin=not options.no_pin, server_cpus=options.server_cpus, load_cpus=options.load_cpus,
@@ -188,6 +189,7 @@ def serve_parser(lab) -> argparse.ArgumentParser:
 def cmd_serve(argv: list[str]) -> int:
     lab, options = _lab_and_options(argv, serve_parser)
     params = lab.params(options)
+    checks.check_serve(lab, params, options)
     try:
         serve(lab, params, ServeOptions(
             listen=options.listen, listen_anywhere=options.listen_anywhere, port=options.port,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .errors import BuildFailed, PortBusy, ServerFailed
+from .errors import BuildFailed, PortBusy, ServerFailed, UsageError
 from .probe import group_cpu_seconds
 from .procs import Child, Children
 from .progress import Progress
@@ -104,12 +105,32 @@ def who_listens(port: int) -> str:
 
 
 def check_port(port: int, host: str = "127.0.0.1") -> None:
-    with socket.socket() as s:
+    """PortBusy if something listens there; UsageError if this user or machine cannot listen there."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         try:
             s.bind((host, port))
-        except OSError:
-            raise PortBusy(f"port {port} on {host} is already in use (held by: {who_listens(port)}). "
-                           "Pick another with --port, or leave --port out to let the driver choose a free one.")
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise PortBusy(f"port {port} on {host} is already in use (held by: {who_listens(port)}). "
+                               "Pick another with --port, or leave --port out to let the driver choose a free one.")
+            if error.errno == errno.EACCES:
+                start = _unprivileged_port_start()
+                why = (f"ports below {start} are privileged: only root (or a program with CAP_NET_BIND_SERVICE) "
+                       f"may listen there. Pick one from {start} up with --port"
+                       if port < start else "pick another with --port")
+                raise UsageError(f"port {port} on {host}: permission denied; {why}.")
+            if error.errno == errno.EADDRNOTAVAIL:
+                raise UsageError(f"{host} is not an address of this machine, so no server can listen on it "
+                                 "(`ip -brief address` lists this machine's addresses).")
+            raise UsageError(f"cannot listen on port {port} on {host}: {error.strerror or error}")
+
+
+def _unprivileged_port_start() -> int:
+    """The lowest port any user may listen on (Linux: net.ipv4.ip_unprivileged_port_start)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_unprivileged_port_start").read_text())
+    except (OSError, ValueError):
+        return 1024
 
 
 # -D properties that say where and how a server runs, not what it measures: the driver sets the

@@ -9,6 +9,7 @@ starting a real build on the machine running the tests.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -134,3 +135,122 @@ def test_serve_refuses_set_http_address_round_the_listen_guard(tmp_path):
 def test_run_refuses_set_http_port(tmp_path):
     assert_refused(lab_quickly(tmp_path, "run", "01", "--no-report", "--results-dir", str(tmp_path / "r"),
                                "--set", "http.port=80"), "http.port", "--port")
+
+
+# -- item 5: options checked before any build -------------------------------------------------
+
+def _run_01(tmp_path: Path, *args: str) -> Outcome:
+    return lab_quickly(tmp_path, "run", "01", "--no-report", *args)
+
+
+def test_results_dir_under_a_file_is_refused(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    assert_refused(_run_01(tmp_path, "--results-dir", str(tmp_path / "a-file" / "results")),
+                   "--results-dir", "a-file", "is a file, not a folder")
+
+
+def test_results_dir_that_cannot_be_written_is_refused(tmp_path):
+    # /sys refuses new files even to root (EACCES, or EROFS where it is mounted read-only).
+    assert_refused(_run_01(tmp_path, "--results-dir", "/sys/pul-results"),
+                   "--results-dir /sys/pul-results", "not writable", "/sys")
+
+
+def test_a_results_dir_that_can_be_created_is_not_created_by_the_check(tmp_path):
+    from pul import checks
+
+    wanted = tmp_path / "new" / "deeper"
+    checks.check_writable_folder(wanted, "--results-dir")
+    assert not (tmp_path / "new").exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--server-cpus", "--load-cpus"])
+def test_cpus_this_process_cannot_use_are_refused_with_the_ones_it_can(tmp_path, option):
+    available = os.sched_getaffinity(0)
+    missing = max(available) + 1
+    outcome = _run_01(tmp_path, "--results-dir", str(tmp_path / "r"), option, f"0,{missing}")
+    assert_refused(outcome, option, f"CPU {missing} is not available")
+    from pul import checks
+
+    assert f"may use: {checks.describe_cpus(available)}" in outcome.stderr
+
+
+@pytest.mark.parametrize("text", ["zero", "1:2", "3-1", "0-3:2", "", "1,,2"])
+def test_cpu_lists_that_are_not_lists_are_refused(tmp_path, text):
+    assert_refused(_run_01(tmp_path, "--results-dir", str(tmp_path / "r"), "--server-cpus", text),
+                   "--server-cpus takes a list of CPU numbers")
+
+
+def test_serve_checks_its_server_cpus_too(tmp_path):
+    missing = max(os.sched_getaffinity(0)) + 1
+    assert_refused(lab_quickly(tmp_path, "serve", "01", "--server-cpus", str(missing)), "--server-cpus")
+
+
+def test_cpu_lists_parse_like_taskset():
+    from pul import checks
+
+    assert checks.parse_cpu_list("0", "--x") == {0}
+    assert checks.parse_cpu_list("0,2-4", "--x") == {0, 2, 3, 4}
+    assert checks.describe_cpus({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8"
+
+
+def test_a_concurrency_ab_refuses_is_refused(tmp_path):
+    from pul import checks
+
+    limit = checks.ab_max_concurrency()
+    outcome = _run_01(tmp_path, "--results-dir", str(tmp_path / "r"), "--concurrency", str(limit + 1),
+                      "--requests", str(limit + 1))
+    assert_refused(outcome, f"--concurrency {limit + 1}", f"({limit}, its MAX_CONCURRENCY)")
+
+
+def test_the_installed_abs_limit_is_the_one_it_reports(tmp_path):
+    """ab 2.3 from httpd 2.4 (Debian 12) accepts 200000; older ones 20000: ask, do not assume."""
+    from pul import ab, checks
+
+    fake = tmp_path / "ab"
+    fake.write_text("#!/bin/sh\necho 'ab: Invalid Concurrency [Range 0..20000]' >&2\nexit 22\n")
+    fake.chmod(0o755)
+    assert checks.ab_max_concurrency(str(fake)) == 20000
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    assert checks.ab_max_concurrency(str(fake)) == ab.MAX_CONCURRENCY
+    if shutil.which("ab"):
+        done = subprocess.run(["ab", "-c", str(checks.ab_max_concurrency() + 1), "-n", "1", "http://127.0.0.1:1/"],
+                              capture_output=True, text=True, timeout=10)
+        assert f"Invalid Concurrency [Range 0..{checks.ab_max_concurrency()}]" in done.stderr
+
+
+# -- item 5: a port that cannot be listened on is not "in use" ---------------------------------
+
+def test_a_privileged_port_as_a_user_is_permission_denied_not_in_use(tmp_path):
+    sysctl = Path("/proc/sys/net/ipv4/ip_unprivileged_port_start")
+    if not sysctl.exists() or int(sysctl.read_text()) <= 80:
+        pytest.skip("any user may listen on port 80 here")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from pul import server, errors\n"
+            "try:\n    server.check_port(80)\n"
+            "except errors.LabError as e:\n    print(type(e).__name__, e.exit_code, e)\n")
+    user, python = {}, sys.executable
+    if os.geteuid() == 0:
+        # As root, bind() may use any port: ask as nobody, with a Python nobody may run.
+        user, python = {"user": "nobody"}, "/usr/bin/python3"
+        if not os.access(python, os.X_OK):
+            pytest.skip("no system Python to run as nobody")
+    done = subprocess.run([python, "-c", code, str(REPO / "scripts")], capture_output=True, text=True,
+                          timeout=30, cwd="/", **user)
+    assert done.stdout.startswith("UsageError 2 "), done.stdout + done.stderr
+    assert "permission denied" in done.stdout and "privileged" in done.stdout and "already in use" not in done.stdout
+
+
+def test_an_address_not_on_this_machine_is_said_so():
+    with pytest.raises(UsageError, match="not an address of this machine"):
+        server.check_port(0, "192.0.2.1")  # TEST-NET-1 (RFC 5737): on no machine
+
+
+def test_a_port_in_use_is_still_in_use():
+    import socket
+
+    from pul.errors import PortBusy
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        with pytest.raises(PortBusy, match="already in use"):
+            server.check_port(holder.getsockname()[1])
