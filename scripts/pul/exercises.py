@@ -437,9 +437,19 @@ def cmd_check(argv: list[str]) -> int:
 
 # -- reset ------------------------------------------------------------------
 
-def _git(args: list[str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, **kwargs)
+def _git(args: list[str], cwd: Path, binary: bool = False) -> subprocess.CompletedProcess:
+    """git, with every path taken literally (--literal-pathspecs: `star*.txt` and `notes[1].txt` name
+    one file each, not a pattern), its output as bytes or as text that keeps any file name's bytes
+    (surrogateescape, as os.fsdecode does)."""
+    text = {} if binary else {"encoding": "utf-8", "errors": "surrogateescape"}
+    return subprocess.run(["git", "--literal-pathspecs", *args], cwd=cwd, capture_output=True,
+                          stdin=subprocess.DEVNULL, **text)
+
+
+def _paths(output: str) -> list[str]:
+    """The file names of a git command run with -z: NUL-separated, never quoted nor split at spaces
+    (without -z, git quotes a name with non-ASCII letters: "my notes \\303\\251.txt")."""
+    return [p for p in output.split("\0") if p]
 
 
 def changed_files(lab_dir: Path, ref: str) -> tuple[list[str], list[str]]:
@@ -452,11 +462,11 @@ def changed_files(lab_dir: Path, ref: str) -> tuple[list[str], list[str]]:
     prefix = lab_dir.resolve().relative_to(root).as_posix() + "/"
     if _git(["rev-parse", "--verify", "--quiet", ref + "^{commit}"], root).returncode != 0:
         raise UsageError(f"{ref!r} is not a commit in {root}")
-    diff = _git(["diff", "--name-only", "--no-renames", ref, "--", prefix], root)
-    untracked = _git(["ls-files", "--others", "--exclude-standard", "--", prefix], root)
+    diff = _git(["diff", "--name-only", "-z", "--no-renames", ref, "--", prefix], root)
+    untracked = _git(["ls-files", "-z", "--others", "--exclude-standard", "--", prefix], root)
 
     def work(paths: str) -> list[str]:
-        return [p for p in paths.splitlines() if p and not p[len(prefix):].startswith(NOT_EXERCISE_WORK)]
+        return [p for p in _paths(paths) if not p[len(prefix):].startswith(NOT_EXERCISE_WORK)]
 
     return work(diff.stdout), work(untracked.stdout)
 
@@ -482,8 +492,8 @@ def reset(lab_dir: Path, ref: str, force: bool, backup_root: Path) -> int:
     if not changed and not untracked:
         print(f"{lab_dir.name} is already at its starting state ({ref}); nothing to do.")
         return 0
-    listing = "\n".join(f"  changed:   {p}" for p in changed) + ("\n" if changed and untracked else "") + \
-        "\n".join(f"  new file:  {p}" for p in untracked)
+    listing = "\n".join(f"  changed:   {_shown(p)}" for p in changed) + ("\n" if changed and untracked else "") + \
+        "\n".join(f"  new file:  {_shown(p)}" for p in untracked)
     if not force:
         raise LabError(f"{lab_dir.name} has changes that reset would undo:\n{listing}\n"
                        f"Run `scripts/lab reset {lab_dir.name[:2]} --force` to save them to a backup under "
@@ -491,17 +501,20 @@ def reset(lab_dir: Path, ref: str, force: bool, backup_root: Path) -> int:
     backup = backup_root / f"{lab_dir.name}-{time.strftime('%Y%m%dT%H%M%S')}"
     (backup / "files").mkdir(parents=True, exist_ok=False)
     # A patch to re-apply everything at once, plus plain copies to pick from.
-    patch = _git(["diff", "--binary", "--no-renames", ref, "--", *changed], root).stdout if changed else ""
+    # Bytes: a changed file need not be UTF-8.
+    patch = (_git(["diff", "--binary", "--no-renames", ref, "--", *changed], root, binary=True).stdout
+             if changed else b"")
     for path in untracked:
-        patch += _git(["diff", "--binary", "--no-index", "/dev/null", path], root).stdout
-    (backup / "changes.patch").write_text(patch)
+        patch += _git(["diff", "--binary", "--no-index", "/dev/null", path], root, binary=True).stdout
+    (backup / "changes.patch").write_bytes(patch)
     for path in changed + untracked:
         source = root / path
         if source.exists():
             destination = backup / "files" / path
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination)
-    in_ref = set(_git(["ls-tree", "-r", "--name-only", ref, "--", *changed], root).stdout.split()) if changed else set()
+    in_ref = set(_paths(_git(["ls-tree", "-r", "-z", "--name-only", ref, "--", *changed], root).stdout)) \
+        if changed else set()
     restore = [p for p in changed if p in in_ref]
     if restore:
         result = _git(["checkout", ref, "--", *restore], root)
@@ -515,6 +528,11 @@ def reset(lab_dir: Path, ref: str, force: bool, backup_root: Path) -> int:
     print(f"Your changes are saved in {_show(backup)}/ (files/ and changes.patch); to bring them back:\n"
           f"  git apply {_show(backup / 'changes.patch')}")
     return 0
+
+
+def _shown(path: str) -> str:
+    """A path as git gave it, printable (a name that is not UTF-8 shows its bytes as \\x..)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _show(path: Path) -> str:
