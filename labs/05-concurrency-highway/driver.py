@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import math
 
+from pul.checks import ab_max_concurrency
 from pul.errors import UsageError
 from pul.lab import Lab, Prediction, Step
 
-# ab refuses a concurrency above 20,000 (its MAX_CONCURRENCY).
-AB_MAX_CONCURRENCY = 20000
 # Each step sends at least this many times c requests. A closed-loop run ends with a drain:
 # the last c requests finish while no new ones start, which lowers the average number in
 # flight by about c * R / (2 T) = c / (2 * this); at 10 the drain costs at most 5 %.
@@ -43,8 +42,8 @@ class ConcurrencyHighway(Lab):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         super().add_arguments(parser)
         parser.add_argument("--max-concurrency", type=int, default=self.defaults["max_concurrency"], metavar="N",
-                            help="top of the echo ladder 1, 2, 4, ... (default %(default)s; up to 20000, "
-                                 "e.g. 10000 for the write-up's largest step)")
+                            help="top of the echo ladder 1, 2, 4, ... (default %(default)s; up to ab's own "
+                                 "limit, e.g. 10000 for the write-up's largest step)")
         parser.add_argument("--step-seconds", type=int, default=self.defaults["step_seconds"], metavar="S",
                             help="seconds at most per echo step (ab -t; default %(default)s)")
         parser.add_argument("--payload", choices=("small", "large"), default=self.defaults["payload"],
@@ -52,8 +51,9 @@ class ConcurrencyHighway(Lab):
 
     def params(self, options: argparse.Namespace) -> dict:
         params = super().params(options)
-        if params["max_concurrency"] > AB_MAX_CONCURRENCY:
-            raise UsageError(f"--max-concurrency must be at most {AB_MAX_CONCURRENCY} (ab's limit)")
+        # ab refuses a concurrency above its MAX_CONCURRENCY; the installed ab says which.
+        if params["max_concurrency"] > 20_000 and params["max_concurrency"] > (limit := ab_max_concurrency()):
+            raise UsageError(f"--max-concurrency must be at most {limit} (the installed ab's limit)")
         return params
 
     def steps(self, params: dict) -> list[Step]:
