@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -81,26 +82,34 @@ def from_url(url: str) -> Database:
     if url.startswith("jdbc:postgresql:"):
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(url[len("jdbc:"):]).query)
         user = query.get("user", [None])[0]
-        return Database(url, user, None, "DATABASE_URL", _redact(url))
+        return Database(url, user, None, "DATABASE_URL", redact(url))
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("postgres", "postgresql") or not parts.hostname or not parts.path.strip("/"):
         raise UsageError(f"DATABASE_URL must look like postgresql://user:password@host:5432/dbname "
-                         f"or jdbc:postgresql://host:5432/dbname (got {_redact(url)!r})")
+                         f"or jdbc:postgresql://host:5432/dbname (got {redact(url)!r})")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     jdbc = f"jdbc:postgresql://{host}:{parts.port or 5432}{parts.path}"
     if parts.query:
         jdbc += "?" + parts.query
     return Database(jdbc, urllib.parse.unquote(parts.username) if parts.username else None,
                     urllib.parse.unquote(parts.password) if parts.password else None,
-                    "DATABASE_URL", _redact(url))
+                    "DATABASE_URL", redact(url))
 
 
-def _redact(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
+# A password given as a URL parameter: PgJDBC's `password` and `sslpassword`, libpq's `password`.
+_PASSWORD_PARAMETER = re.compile(r"([?&](?:ssl)?password=)[^&#]*", re.IGNORECASE)
+
+
+def redact(url: str) -> str:
+    """The URL as it may be printed or stored: user:***@host, and ?password=*** or &password=***."""
+    prefix = "jdbc:" if url.startswith("jdbc:") else ""
+    rest = url[len(prefix):]
+    parts = urllib.parse.urlsplit(rest)
     if parts.password:
         netloc = parts.netloc.replace(":" + parts.password + "@", ":***@")
-        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-    return url
+        rest = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return prefix + _PASSWORD_PARAMETER.sub(r"\1***", rest)
+
 
 
 def _run_as() -> list[str]:

@@ -9,13 +9,17 @@ carries PUL_RUN_ID, which lets the tests find anything left behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
+import stat
 import subprocess
 import time
 import uuid
 from pathlib import Path
 from typing import IO, Iterator, Sequence
+
+from .errors import LabError
 
 RUN_ID_VARIABLE = "PUL_RUN_ID"
 
@@ -79,17 +83,20 @@ def signals_deferred() -> Iterator[list[int]]:
 
 
 class Child:
-    """A process started in its own session; stop() ends its whole group."""
+    """A process started in its own session; stop() ends its whole group.
+
+    Its stdin is /dev/null unless `stdin` says otherwise (None: the driver's own, for a command
+    the user runs through the driver, like `scripts/with-postgres`'s)."""
 
     def __init__(self, args: Sequence[str], *, cwd: Path | None = None, env: dict | None = None,
                  stdout: IO | int | None = None, stderr: IO | int | None = subprocess.STDOUT,
-                 name: str | None = None):
+                 name: str | None = None, stdin: IO | int | None = subprocess.DEVNULL):
         full_env = dict(os.environ if env is None else env)
         full_env[RUN_ID_VARIABLE] = run_id()
         self.name = name or Path(args[0]).name
         self.args = list(args)
         self.popen = subprocess.Popen(
-            self.args, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+            self.args, cwd=cwd, env=full_env, stdin=stdin,
             stdout=stdout, stderr=stderr, start_new_session=True)
 
     @property
@@ -159,6 +166,40 @@ def processes_with_run_id(token: str) -> list[int]:
         if state != "Z" and needle in environ.split(b"\0"):
             found.append(int(entry.name))
     return found
+
+
+def private_dir() -> Path:
+    """This user's own directory for the driver's state (the bench lock): $XDG_RUNTIME_DIR, else
+    /run/user/UID (what systemd-logind sets it to, so every session of a user agrees), else
+    ~/.cache/play-under-load; never the shared /tmp, where another user could create a file first
+    or plant a symbolic link. Created 0700; refused if it is a link, someone else's, or writable
+    by others."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.geteuid()}"
+    if os.path.isdir(runtime):
+        where = Path(runtime) / "play-under-load"
+    else:
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        where = Path(os.environ.get("PUL_CACHE_DIR") or Path(cache) / "play-under-load")
+    where.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = where.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise LabError(f"{where} must be a directory of your own that nobody else can write to "
+                       f"(owner uid {info.st_uid}, mode {stat.filemode(info.st_mode)}); fix or remove it")
+    return where
+
+
+def open_private(path: Path) -> IO:
+    """Open (or create, 0600) a regular file of this user's, never through a symbolic link."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        why = "it is a symbolic link" if error.errno == errno.ELOOP else error.strerror
+        raise LabError(f"refusing to open {path}: {why}; remove it") from error
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        os.close(fd)
+        raise LabError(f"refusing to open {path}: not a regular file of your own; remove it")
+    return os.fdopen(fd, "r+")
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.2) -> bool:

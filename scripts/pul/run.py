@@ -7,7 +7,6 @@ import fcntl
 import os
 import resource
 import shlex
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,12 +17,15 @@ from .wrk import WrkRun
 from .errors import ServerFailed, UsageError
 from .lab import Lab, Services, Step
 from .probe import StatusPoller
-from .procs import Children, run_id
+from .procs import Children, open_private, private_dir, run_id
 from .progress import Progress
 from .remote import RemoteServer, Skipped, describe_skipped, server_properties
 from .server import Server, build, check_port, free_port
 
-LOCK_PATH = Path(tempfile.gettempdir()) / "play-under-load.bench.lock"
+
+def lock_path() -> Path:
+    """One bench lock per machine and user, in the user's private directory (procs.private_dir)."""
+    return private_dir() / "bench.lock"
 
 
 @dataclass
@@ -69,11 +71,12 @@ def bench_lock(progress: Progress, why_waiting: str = ""):
     if os.environ.get("PUL_BENCH_LOCK_HELD") == "1":
         yield
         return
-    with LOCK_PATH.open("a+") as handle:
+    path = lock_path()
+    with open_private(path) as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            progress.step(f"waiting for another measurement on this machine to finish (lock {LOCK_PATH})"
+            progress.step(f"waiting for another measurement on this machine to finish (lock {path})"
                           + why_waiting)
             fcntl.flock(handle, fcntl.LOCK_EX)
         os.environ["PUL_BENCH_LOCK_HELD"] = "1"
