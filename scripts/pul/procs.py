@@ -22,10 +22,13 @@ from typing import IO, Iterator, Sequence
 from .errors import LabError
 
 RUN_ID_VARIABLE = "PUL_RUN_ID"
+# The signals that stop a run: Ctrl-C, `kill`, and SIGHUP (the terminal closed, `vagrant ssh` dropped).
+# 128+N is the exit code for each, as a shell reports a command the signal killed.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Interrupted(Exception):
-    """Raised in the main thread when the driver gets SIGINT or SIGTERM."""
+    """Raised in the main thread when the driver gets SIGINT, SIGTERM or SIGHUP."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
@@ -47,16 +50,16 @@ def run_id() -> str:
 
 @contextlib.contextmanager
 def signals_raise() -> Iterator[None]:
-    """Turn SIGINT and SIGTERM into Interrupted, so `finally` blocks clean up."""
+    """Turn SIGINT, SIGTERM and SIGHUP into Interrupted, so `finally` blocks clean up."""
 
     def handler(signum, _frame):
         # Only the first signal interrupts; later ones (an impatient second Ctrl-C)
         # must not cut the clean-up short and leave a server running.
-        for s in (signal.SIGINT, signal.SIGTERM):
+        for s in STOP_SIGNALS:
             signal.signal(s, lambda *_: None)
         raise Interrupted(signum)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
         yield
     finally:
@@ -66,13 +69,13 @@ def signals_raise() -> Iterator[None]:
 
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[list[int]]:
-    """Hold SIGINT/SIGTERM during a clean-up; re-raise the first one afterwards."""
+    """Hold SIGINT/SIGTERM/SIGHUP during a clean-up; re-raise the first one afterwards."""
     received: list[int] = []
 
     def handler(signum, _frame):
         received.append(signum)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
         yield received
     finally:

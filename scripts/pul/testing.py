@@ -56,6 +56,10 @@ class Driver:
         ok = wait_until(lambda: text in self.output() or self.popen.poll() is not None, timeout)
         assert ok and text in self.output(), f"never saw {text!r}:\n{self.output()[-3000:]}"
 
+    def children(self) -> list[int]:
+        """The run's processes but the driver itself (which carries the run id this helper gave it)."""
+        return [pid for pid in processes_with_run_id(self.token) if pid != self.popen.pid]
+
     def ctrl_c(self) -> None:
         """What a terminal does on Ctrl-C: SIGINT to the whole foreground process group."""
         os.killpg(self.popen.pid, signal.SIGINT)

@@ -1,4 +1,5 @@
-"""scripts/with-postgres's exit code and stdin, passwords in JDBC URLs, the private bench lock."""
+"""Children that die with the driver (SIGHUP), scripts/with-postgres's exit code and stdin, the private
+bench lock, passwords in JDBC URLs."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
 
 from pul import postgres
 from pul.errors import LabError
+from pul.procs import RUN_ID_VARIABLE, processes_with_run_id, wait_until
 from pul.progress import Progress
 from pul.run import bench_lock
 
@@ -25,6 +28,47 @@ NO_CLUSTER = {"DATABASE_URL": "postgresql://lab:pw@127.0.0.1:9/none"}
 def with_postgres(*command: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([*WITH_POSTGRES, *command], cwd=REPO, env={**os.environ, **NO_CLUSTER, **(env or {})},
                           capture_output=True, text=True, timeout=60, **kwargs)
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+class Background:
+    """scripts/with-postgres COMMAND in a session of its own, like a terminal job, with its own run id."""
+
+    def __init__(self, *command: str, log: Path, env: dict | None = None):
+        self.token = "test" + uuid.uuid4().hex[:10]
+        self.log = log
+        self._out = log.open("w")
+        self.popen = subprocess.Popen([*WITH_POSTGRES, *command], cwd=REPO, stdin=subprocess.DEVNULL,
+                                      stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True,
+                                      env={**os.environ, **(env or {}), RUN_ID_VARIABLE: self.token})
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def children(self, named: str | None = None) -> list[int]:
+        """The run's processes but with-postgres itself (which carries the run id it was given), or
+        those whose command is `named`."""
+        return [pid for pid in processes_with_run_id(self.token) if pid != self.popen.pid
+                and (named is None or _comm(pid) == named)]
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        ok = wait_until(lambda: text in self.output() or self.popen.poll() is not None, timeout, 0.05)
+        assert ok and text in self.output(), self.output()
+
+    def kill_everything(self) -> None:
+        for pid in processes_with_run_id(self.token) + [self.popen.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.popen.wait(10)
+        self._out.close()
 
 
 # -- scripts/with-postgres: exit code, stdin, no password shown --------------------------------
@@ -111,5 +155,39 @@ def test_a_lock_directory_others_can_write_to_is_refused(monkeypatch, tmp_path):
     with pytest.raises(LabError, match="nobody else can write"):
         with bench_lock(Progress(quiet=True)):
             pass
+
+
+# -- SIGHUP -------------------------------------------------------------------------------------
+
+def test_sighup_raises_interrupted_with_exit_code_129():
+    # In a child: before the fix, SIGHUP's default action would end the test process itself.
+    code = ("import os, signal, sys\n"
+            f"sys.path.insert(0, {str(REPO / 'scripts')!r})\n"
+            "from pul.procs import Interrupted, signals_raise, signals_deferred\n"
+            "try:\n"
+            "    with signals_raise():\n"
+            "        os.kill(os.getpid(), signal.SIGHUP)\n"
+            "except Interrupted as stop:\n"
+            "    print('raised', stop.exit_code)\n"
+            "try:\n"
+            "    with signals_deferred():\n"
+            "        os.kill(os.getpid(), signal.SIGHUP)\n"
+            "        print('deferred')\n"
+            "except Interrupted as stop:\n"
+            "    print('re-raised', stop.exit_code)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.stdout.split("\n") == ["raised 129", "deferred", "re-raised 129", ""], (done.returncode, done.stderr)
+
+
+def test_sighup_stops_with_postgres_and_its_command(tmp_path):
+    job = Background("sleep", "600", log=tmp_path / "out.log", env=NO_CLUSTER)
+    try:
+        assert wait_until(lambda: job.children("sleep"), 30, 0.05)
+        os.kill(job.popen.pid, signal.SIGHUP)
+        assert job.popen.wait(30) == 128 + signal.SIGHUP, job.output()
+        assert wait_until(lambda: not processes_with_run_id(job.token), 5)
+        assert "SIGHUP received" in job.output()
+    finally:
+        job.kill_everything()
 
 
