@@ -39,6 +39,7 @@ from typing import Iterator
 from .errors import LabError, UsageError
 from .lab import REPO, Lab, resolve
 from .run import RunOptions, run
+from .watchdog import clean_leftovers
 
 EXERCISES_FILE = "exercises.toml"
 SOLUTIONS_DIR = "solutions"
@@ -394,6 +395,7 @@ def cmd_check(argv: list[str]) -> int:
     parser.add_argument("--lab-dir", type=Path, help=argparse.SUPPRESS)  # tests: a prepared copy of the lab
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     options = parser.parse_args(argv[1:])
+    clean_leftovers()
     lab = resolve(options.lab)
     exercises = select(lab, options.exercise)
     if options.list:

@@ -10,7 +10,8 @@ temporary directory, `postgres` listening on 127.0.0.1 only, on a free port,
 with its Unix socket in that directory too, started as a child of the caller
 (so the driver's Ctrl-C and failure handling stop it) and pinned to the CPUs
 asked for. On the way out it stops the server (fast shutdown, then SIGKILL)
-and deletes the directory, whatever happened. PostgreSQL refuses to run as
+and deletes the directory, whatever happened; if the driver itself is killed,
+its watchdog does (the directory names its driver: pul.watchdog.claim). PostgreSQL refuses to run as
 root, so as root both programs run as the `postgres` system user that
 Debian's package creates (or `nobody`), through util-linux's `setpriv`.
 """
@@ -32,13 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import tools
+from . import tools, watchdog
 from .errors import LabError, UsageError
-from .procs import Child, Children
+from .procs import Child, Children, start_watchdog
 from .progress import Progress
 from .server import free_port
 
-TEMP_PREFIX = "pul-postgres-"
+TEMP_PREFIX = watchdog.POSTGRES_PREFIX
 SUPERUSER = "lab"
 # Settings the throwaway cluster starts with; stored in results through the app's report.
 SETTINGS = {
@@ -163,9 +164,12 @@ def throwaway(children: Children, progress: Progress, cpus: str | None = None,
               timeout: float = 60) -> Iterator[Database]:
     """initdb + postgres in a temporary directory; stopped and removed on the way out."""
     bin_dir = _bin_dir(progress)
+    # Before the directory exists: from then on, a killed driver's watchdog removes it.
+    start_watchdog()
     base = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
     child: Child | None = None
     try:
+        watchdog.claim(base)
         owner = _owner()
         if owner:
             os.chown(base, *owner)

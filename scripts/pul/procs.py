@@ -3,17 +3,22 @@
 Every child (sbt, the Play server, ab, PostgreSQL) is started in a session of
 its own, so a Ctrl-C typed in the terminal reaches only the driver, and the
 driver decides the order in which things stop. Each child's environment
-carries PUL_RUN_ID, which lets the tests find anything left behind.
+carries PUL_RUN_ID, which lets the tests find anything left behind, and
+PUL_DRIVER, the tag of the driver that started it: the watchdog (pul.watchdog)
+stops them if the driver dies without doing so, even by SIGKILL, and a later
+run cleans up after a driver whose watchdog was killed too.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import os
 import signal
 import stat
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -25,6 +30,11 @@ RUN_ID_VARIABLE = "PUL_RUN_ID"
 # The signals that stop a run: Ctrl-C, `kill`, and SIGHUP (the terminal closed, `vagrant ssh` dropped).
 # 128+N is the exit code for each, as a shell reports a command the signal killed.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# "PID:START:UID" of the driver that started a process (START: its start time in clock ticks since
+# boot, /proc/PID/stat field 22, which tells the driver from a later process that reuses its PID).
+DRIVER_VARIABLE = "PUL_DRIVER"
+# The name the driver gave a child ("play server", "postgres"), to say what a clean-up stopped.
+NAME_VARIABLE = "PUL_CHILD"
 
 
 class Interrupted(Exception):
@@ -40,12 +50,83 @@ class Interrupted(Exception):
 
 
 def run_id() -> str:
-    """The token every child of this run carries (kept if the caller set one)."""
+    """The token every child of this run carries (kept if the caller set one). Also puts this
+    driver's tag into the environment every process it starts inherits."""
     existing = os.environ.get(RUN_ID_VARIABLE)
     if not existing:
         existing = uuid.uuid4().hex[:12]
         os.environ[RUN_ID_VARIABLE] = existing
+    os.environ[DRIVER_VARIABLE] = driver_tag()
     return existing
+
+
+def start_time(pid: int) -> str | None:
+    """When a process started (clock ticks since boot), or None if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def driver_tag() -> str:
+    """This process's tag as a driver: PID:START:UID."""
+    return f"{os.getpid()}:{start_time(os.getpid())}:{os.geteuid()}"
+
+
+def tag_uid(tag: str) -> int | None:
+    parts = tag.split(":")
+    return int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else None
+
+
+def driver_alive(tag: str) -> bool:
+    """Whether the driver with this tag still runs (the same process, not one that reuses its PID,
+    nor a zombie its parent has yet to reap)."""
+    parts = tag.split(":")
+    if len(parts) != 3 or not parts[0].isdigit():
+        return False
+    try:
+        fields = Path(f"/proc/{parts[0]}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return False
+    return len(fields) > 19 and fields[0] not in ("Z", "X") and fields[19] == parts[1]
+
+
+_watchdog: subprocess.Popen | None = None
+_watchdog_pipe: int | None = None
+
+
+def start_watchdog() -> None:
+    """Start this driver's watchdog, once (see pul.watchdog): it holds the read end of a pipe whose
+    write end only this process holds (not inheritable: no child gets it), and cleans up after
+    this driver when the read returns EOF."""
+    global _watchdog, _watchdog_pipe
+    run_id()
+    if _watchdog is not None and _watchdog.args[-1] == driver_tag():
+        return
+    read_end, write_end = os.pipe()
+    env = {k: v for k, v in os.environ.items() if k not in (RUN_ID_VARIABLE, DRIVER_VARIABLE, NAME_VARIABLE)}
+    try:
+        _watchdog = subprocess.Popen(
+            [sys.executable, "-m", "pul.watchdog", driver_tag()], cwd=Path(__file__).resolve().parents[1],
+            env=env, stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+    finally:
+        os.close(read_end)
+    _watchdog_pipe = write_end
+    atexit.register(_end_watchdog)
+
+
+def _end_watchdog(timeout: float = 20) -> None:
+    """At a normal exit: close the pipe; the watchdog finds nothing left (or stops it) and exits."""
+    global _watchdog, _watchdog_pipe
+    if _watchdog_pipe is not None:
+        with contextlib.suppress(OSError):
+            os.close(_watchdog_pipe)
+        _watchdog_pipe = None
+    if _watchdog is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            _watchdog.wait(timeout)
+        _watchdog = None
 
 
 @contextlib.contextmanager
@@ -94,9 +175,12 @@ class Child:
     def __init__(self, args: Sequence[str], *, cwd: Path | None = None, env: dict | None = None,
                  stdout: IO | int | None = None, stderr: IO | int | None = subprocess.STDOUT,
                  name: str | None = None, stdin: IO | int | None = subprocess.DEVNULL):
+        start_watchdog()
         full_env = dict(os.environ if env is None else env)
         full_env[RUN_ID_VARIABLE] = run_id()
         self.name = name or Path(args[0]).name
+        full_env[DRIVER_VARIABLE] = driver_tag()
+        full_env[NAME_VARIABLE] = self.name
         self.args = list(args)
         self.popen = subprocess.Popen(
             self.args, cwd=cwd, env=full_env, stdin=stdin,

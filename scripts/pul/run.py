@@ -21,6 +21,7 @@ from .procs import Children, open_private, private_dir, run_id
 from .progress import Progress
 from .remote import RemoteServer, Skipped, describe_skipped, server_properties
 from .server import Server, build, check_port, free_port
+from .watchdog import clean_leftovers
 
 
 def lock_path() -> Path:
@@ -326,6 +327,7 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
 
 def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     """Measure the lab's chosen variants; write, print and return the results."""
+    clean_leftovers()
     progress = Progress(quiet=options.quiet)
     children = Children()
     token = run_id()

@@ -20,6 +20,7 @@ from .progress import Progress
 from .remote import check_listen_address, run_command, serve_command, server_properties
 from .run import Context, RunOptions, bench_lock, group_by_server, pinning, select_steps
 from .server import Server, build, check_port
+from .watchdog import clean_leftovers
 
 DEFAULT_PORT = 9000
 LOOPBACK = "127.0.0.1"
@@ -40,6 +41,7 @@ class ServeOptions:
 
 def serve(lab: Lab, params: dict, options: ServeOptions, setup_options: list[str]) -> None:
     """Start the server for the first set-up among the chosen steps; return when it stops."""
+    clean_leftovers()
     progress = Progress(quiet=options.quiet)
     children = Children()
     run_id()

@@ -1,23 +1,31 @@
-"""Children that die with the driver (SIGHUP), scripts/with-postgres's exit code and stdin, the private
-bench lock, passwords in JDBC URLs."""
+"""Children that die with the driver (SIGHUP, SIGKILL, a later run's clean-up), scripts/with-postgres's
+exit code and stdin, the private bench lock, passwords in JDBC URLs."""
 
 from __future__ import annotations
 
+import io
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from pul import postgres
+from pul import postgres, procs
 from pul.errors import LabError
 from pul.procs import RUN_ID_VARIABLE, processes_with_run_id, wait_until
 from pul.progress import Progress
 from pul.run import bench_lock
+
+# What the driver puts in its children's environments (pul.procs; spelled out here so that this file
+# also runs, and fails, against the code before the watchdog).
+DRIVER_VARIABLE, NAME_VARIABLE = "PUL_DRIVER", "PUL_CHILD"
 
 REPO = Path(__file__).resolve().parents[2]
 WITH_POSTGRES = [sys.executable, str(REPO / "scripts" / "with-postgres")]
@@ -191,3 +199,165 @@ def test_sighup_stops_with_postgres_and_its_command(tmp_path):
         job.kill_everything()
 
 
+# -- SIGKILL: the watchdog -----------------------------------------------------------------------
+
+def _watchdogs_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"pul.watchdog" in cmdline and any(arg.startswith(f"{pid}:".encode()) for arg in cmdline):
+            found.append(int(entry.name))
+    return found
+
+
+def _fake_child(tag: str, name: str) -> subprocess.Popen:
+    """A `sleep` that looks like a child of the driver with this tag."""
+    return subprocess.Popen(["sleep", "600"], start_new_session=True, stdin=subprocess.DEVNULL,
+                            env={**os.environ, DRIVER_VARIABLE: tag, RUN_ID_VARIABLE: "fake" + uuid.uuid4().hex[:8],
+                                 NAME_VARIABLE: name})
+
+
+def _dead_pid() -> int:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    return gone.pid
+
+
+def _tag_of_this_process() -> str:
+    """What procs.driver_tag() gives in this process: PID:START:UID."""
+    start = Path("/proc/self/stat").read_text().rpartition(")")[2].split()[19]
+    return f"{os.getpid()}:{start}:{os.geteuid()}"
+
+
+def test_sigkill_of_the_driver_stops_its_command_and_nothing_else(tmp_path):
+    # Another run's child (its driver, this test, is alive): the watchdog must leave it alone.
+    other = _fake_child(_tag_of_this_process(), "another run's server")
+    job = Background("sh", "-c", "sleep 600 & sleep 601", log=tmp_path / "out.log", env=NO_CLUSTER)
+    try:
+        assert wait_until(lambda: len(job.children("sleep")) == 2, 30, 0.05)
+        os.kill(job.popen.pid, signal.SIGKILL)
+        job.popen.wait(10)
+        assert wait_until(lambda: not processes_with_run_id(job.token), 20), processes_with_run_id(job.token)
+        assert wait_until(lambda: not _watchdogs_of(job.popen.pid), 10), "the watchdog did not exit"
+        assert other.poll() is None, "the watchdog stopped another run's process"
+    finally:
+        job.kill_everything()
+        other.kill()
+        other.wait()
+
+
+def test_the_watchdog_exits_with_a_driver_that_ends_normally(tmp_path):
+    code = (f"import sys; sys.path.insert(0, {str(REPO / 'scripts')!r})\n"
+            "from pul.procs import Children\n"
+            "children = Children()\n"
+            "child = children.start(['sleep', '0.2'])\n"
+            "child.wait()\n"
+            "children.stop_all()\n"
+            "print('done', flush=True)\n"
+            "import time; time.sleep(30)\n")
+    driver = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert driver.stdout.readline() == "done\n"
+        assert len(_watchdogs_of(driver.pid)) == 1, "one watchdog while the driver runs"
+        driver.terminate()
+        driver.wait(10)
+        assert wait_until(lambda: not _watchdogs_of(driver.pid), 10)
+    finally:
+        driver.kill()
+        driver.wait()
+    # A normal exit (atexit) waits for its watchdog.
+    done = subprocess.run([sys.executable, "-c", code.replace("import time; time.sleep(30)\n", "")],
+                          capture_output=True, text=True, timeout=30)
+    assert done.stdout == "done\n", done.stderr
+
+
+def _postgres_available() -> bool:
+    from pul import tools
+
+    return all(tools.locate(tool) for tool in (tools.INITDB, tools.POSTGRES))
+
+
+@pytest.mark.skipif(not _postgres_available(), reason="PostgreSQL (initdb, postgres) is not installed")
+def test_sigkill_of_with_postgres_stops_postgres_and_removes_its_directory(tmp_path):
+    started = time.monotonic()
+    job = Background("sleep", "600", log=tmp_path / "out.log", env={"DATABASE_URL": ""})
+    try:
+        job.wait_for("database: a throwaway cluster")
+        base = Path(re.search(r"cluster in (\S+)", job.output()).group(1))
+        assert base.is_dir()
+        postmasters = job.children("postgres")
+        assert postmasters, "no postgres process carries the run id"
+        os.kill(job.popen.pid, signal.SIGKILL)
+        job.popen.wait(10)
+        assert wait_until(lambda: not processes_with_run_id(job.token), 30), processes_with_run_id(job.token)
+        assert wait_until(lambda: not base.exists(), 10), f"{base} is still there"
+        # Every process of the cluster (its backends' environments are their process titles; a zombie
+        # waits for PID 1 to reap it).
+        ps = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True).stdout
+        assert not [line for line in ps.splitlines() if str(base) in line and line.split()[1][0] != "Z"]
+        assert not [line for line in ps.splitlines() if int(line.split()[0]) in postmasters
+                    and line.split()[1][0] != "Z"]
+    finally:
+        job.kill_everything()
+        shutil.rmtree(base if "base" in locals() else tmp_path / "none", ignore_errors=True)
+    print(f"took {time.monotonic() - started:.1f}s")
+
+
+# -- a later run cleans up after a killed one --------------------------------------------------
+
+def test_clean_leftovers_stops_a_dead_drivers_processes_and_spares_live_and_other_users(tmp_path):
+    from pul import watchdog
+
+    assert (procs.DRIVER_VARIABLE, procs.NAME_VARIABLE) == (DRIVER_VARIABLE, NAME_VARIABLE)
+    uid = os.geteuid()
+    dead = f"{_dead_pid()}:1:{uid}"
+    live = procs.driver_tag()
+    assert live == _tag_of_this_process()
+    other_user = f"{_dead_pid()}:1:{uid + 1}"
+    server, db = _fake_child(dead, "play server"), _fake_child(dead, "postgres")
+    kept = [_fake_child(live, "live server"), _fake_child(other_user, "other user's server")]
+    for name, tag in (("dead", dead), ("live", live), ("other", other_user), ("unmarked", None)):
+        directory = tmp_path / f"{watchdog.POSTGRES_PREFIX}{name}"
+        directory.mkdir()
+        if tag:
+            (directory / watchdog.OWNER_FILE).write_text(f"{DRIVER_VARIABLE}={tag}\n")
+    try:
+        said = io.StringIO()
+        done = watchdog.clean_leftovers(temp_dir=tmp_path, stream=said)
+        assert server.wait(10) == -signal.SIGTERM and db.wait(10) == -signal.SIGTERM
+        assert all(p.poll() is None for p in kept), "a live run's or another user's process was stopped"
+        assert sorted(p.name for p in tmp_path.iterdir()) == [
+            f"{watchdog.POSTGRES_PREFIX}{name}" for name in ("live", "other", "unmarked")]
+        lines = said.getvalue().splitlines()
+        assert f"cleaned up after an earlier run that was killed: play server (PID {server.pid})" in lines
+        assert f"cleaned up after an earlier run that was killed: postgres (PID {db.pid})" in lines
+        assert ("cleaned up after an earlier run that was killed: "
+                f"{tmp_path / (watchdog.POSTGRES_PREFIX + 'dead')}") in lines
+        assert len(lines) == len(done) == 3
+        # Nothing left: a second clean-up says nothing.
+        assert watchdog.clean_leftovers(temp_dir=tmp_path, stream=io.StringIO()) == []
+    finally:
+        for p in (server, db, *kept):
+            p.kill()
+            p.wait()
+
+
+def test_a_start_cleans_up_after_a_driver_killed_with_its_watchdog(tmp_path):
+    job = Background("sleep", "600", log=tmp_path / "out.log", env=NO_CLUSTER)
+    try:
+        assert wait_until(lambda: job.children("sleep"), 30, 0.05)
+        [sleeper] = job.children("sleep")
+        assert wait_until(lambda: _watchdogs_of(job.popen.pid), 10)
+        for pid in _watchdogs_of(job.popen.pid) + [job.popen.pid]:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        assert job.children() == [sleeper], "the sleep should outlive both"
+        done = with_postgres("true")
+        assert done.returncode == 0, done.stderr
+        assert f"cleaned up after an earlier run that was killed: sleep (PID {sleeper})" in done.stderr
+        assert wait_until(lambda: not processes_with_run_id(job.token), 5)
+    finally:
+        job.kill_everything()
