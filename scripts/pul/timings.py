@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -231,10 +232,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--check", action="store_true", help="report: fail if a generated file is stale")
     options = parser.parse_args(argv)
     if options.command == "measure":
-        if not (len(sys.argv) and __import__("os").environ.get("PUL_BENCH_LOCK_HELD") == "1"):
+        if os.environ.get("PUL_BENCH_LOCK_HELD") != "1":
+            from .run import lock_path
+
             print("note: run this under the machine's benchmark lock so other work does not slow the "
-                  "builds down (flock /tmp/play-under-load.bench.lock env PUL_BENCH_LOCK_HELD=1 ...)",
-                  file=sys.stderr)
+                  f"builds down (flock {lock_path()} env PUL_BENCH_LOCK_HELD=1 ...)", file=sys.stderr)
         measure(options.labs)
     outputs = render(load_timings())
     if options.check:
