@@ -14,6 +14,7 @@ import pytest
 
 from pul.procs import processes_with_run_id
 from pul.probe import CLOCK_TICKS
+from pul.remote import RemoteServer
 from pul.server import free_port
 from pul.testing import Driver, by_name, run_lab
 
@@ -22,6 +23,8 @@ pytestmark = pytest.mark.slow
 
 SET_UP = ("--work-ms", "100", "--concurrency", "20")
 QUICK = ("--requests", "150", "--warmup", "0", "--variant", "java-blocking", "--variant", "scala-offloaded")
+# /proc counts CPU time in clock ticks (10 ms); the JVM's own report is in nanoseconds.
+TICKS_SLACK = 0.05
 
 
 def jvm_cpu_seconds(token: str) -> float:
@@ -37,6 +40,23 @@ def jvm_cpu_seconds(token: str) -> float:
     return total / CLOCK_TICKS
 
 
+def check_measured_against_predicted(v: dict) -> None:
+    """Little's law on the remote /pools's threads is a ceiling the served server cannot beat:
+    min(c, threads) requests at a time, each held 100 ms. A prediction from too few threads, or
+    requests counted twice, would put the rate above it. (Not how close the rate comes: a run
+    this short and cold, with no warm-up, reached a third to a half of it on this machine; a
+    JVM that is still compiling is slower, never faster. test_lab01.py checks the rate itself.)"""
+    assert v["failed"] == 0 and v["non_2xx"] == 0, v
+    assert v["measured_over_predicted"] <= 1.1, (v["name"], v["measured_over_predicted"])
+
+
+def check_cpu_reading(remote: float, proc_before: float, proc_after: float) -> None:
+    """The JVM's own report of its CPU time (what the load side reads on /pools) is the CPU time
+    /proc gives its process, read just before and just after: the whole process (every thread,
+    user and system time), in seconds."""
+    assert proc_before - TICKS_SLACK <= remote <= proc_after + TICKS_SLACK, (proc_before, remote, proc_after)
+
+
 def test_run_with_target_measures_a_served_lab_and_serve_stops_cleanly(tmp_path, monkeypatch):
     port = free_port()
     serve = Driver("01", *SET_UP, "--port", str(port), command="serve", log=tmp_path / "serve.log")
@@ -49,7 +69,9 @@ def test_run_with_target_measures_a_served_lab_and_serve_stops_cleanly(tmp_path,
 
         # serve holds this machine's bench lock for as long as it serves: the load runs under it.
         monkeypatch.setenv("PUL_BENCH_LOCK_HELD", "1")
+        cpu_before_run = jvm_cpu_seconds(serve.token)
         results = run_lab(*shlex.split(printed.group(1))[2:], *QUICK, results_dir=tmp_path / "results")
+        cpu_after_run = jvm_cpu_seconds(serve.token)
 
         assert results["target"] == url
         assert results["server_cpu_source"] == "pools"
@@ -66,11 +88,14 @@ def test_run_with_target_measures_a_served_lab_and_serve_stops_cleanly(tmp_path,
         assert blocking["predicted_requests_per_sec"] == pytest.approx(min(20, threads) / 0.100, rel=1e-3)
         assert variants["scala-offloaded"]["predicted_requests_per_sec"] == pytest.approx(20 / 0.100, rel=1e-3)
         for v in variants.values():
-            assert v["failed"] == 0 and v["non_2xx"] == 0, v
-            assert v["measured_over_predicted"] is not None
-            assert v["server_cpu_seconds"] > 0 and v["server_cpu_utilization"] is not None
-        # The JVM's own CPU report agrees with what /proc says it used in all (start-up included).
-        assert sum(v["server_cpu_seconds"] for v in variants.values()) <= jvm_cpu_seconds(serve.token) + 0.1
+            check_measured_against_predicted(v)
+        # The JVM's own CPU report is its process's CPU time ...
+        proc_before = jvm_cpu_seconds(serve.token)
+        remote = RemoteServer(url).cpu_seconds()
+        check_cpu_reading(remote, proc_before, jvm_cpu_seconds(serve.token))
+        # ... and the variants' CPU, read from it, is part of what /proc says the JVM used during the run.
+        measured = sum(v["server_cpu_seconds"] for v in variants.values())
+        assert measured <= cpu_after_run - cpu_before_run + TICKS_SLACK, (measured, cpu_before_run, cpu_after_run)
 
         assert processes_with_run_id(serve.token), "the server stopped before SIGTERM?"
         os.kill(serve.popen.pid, signal.SIGTERM)

@@ -1,9 +1,9 @@
 """Lab 05, measured for real over a short ladder (c = 1 .. 64): the shape the chapter teaches.
 
-Throughput saturates, latency grows past the knee, Little's law holds at every
-closed-loop step, and the open-loop run shows the queue that builds past
-capacity. Expectations come from the server's reported pool (lanes) and service
-time and from Little's law, never from a previous run.
+Throughput saturates, latency grows past the knee, the fixed road's lanes (not the
+server's core) set its latency, and the open-loop run shows the queue that builds
+past capacity. Expectations come from the server's reported pool (lanes) and
+service time and from Little's law, never from a previous run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pul.testing import run_lab, this_lab
 pytestmark = pytest.mark.slow
 
 report = this_lab(__file__).module("report")
-little_check, open_steps, sweep = report.little_check, report.open_steps, report.sweep
+open_steps, sweep = report.open_steps, report.sweep
 
 TOP = 64
 
@@ -51,13 +51,28 @@ def test_every_step_ran_named_by_its_concurrency_without_failures(smoke):
         assert v["complete"] > 0 and v["server_cpu_utilization"] is not None, v
 
 
-@pytest.mark.parametrize("prefix", ["", "fixed-"])
-def test_littles_law_holds_at_every_closed_loop_step(smoke, prefix):
-    for v in sweep(smoke, prefix):
-        assert little_check(v)["holds"], v
-        # And independently of the driver's bounds: within 20 % of c.
-        in_flight = v["requests_per_sec"] * v["mean_ms"] / 1000
-        assert in_flight == pytest.approx(v["concurrency"], rel=0.20), v["name"]
+def check_the_lanes_decide_the_fixed_road(results: dict) -> None:
+    """What the server's lanes pool decides, which ab's bookkeeping cannot. (X x mean = c, Little's
+    law for a closed loop, is not checked here: ab keeps c requests in flight, so its own counts
+    give c whatever the server does.)
+
+    Each request holds a lane for work_ms, and past `lanes` cars the rest wait in the pool's queue,
+    first come first served, for whole service times: so the MEDIAN request, which no count of
+    ab's fixes, takes max(1, c / lanes) service times (a fraction more for the HTTP round trip).
+    And the road is full while the server's core is mostly idle: the lanes wait, they do not
+    compute, so at the top step the server used well under its core (on this machine a quarter; a
+    road whose lanes compute would use all of it)."""
+    lanes, work_ms = results["pools"]["pools"]["lanes"]["threads"], results["pools"]["work_ms"]
+    fixed = by_c(sweep(results, "fixed-"))
+    for c, v in fixed.items():
+        expected = max(1, c / lanes) * work_ms
+        assert 0.95 * expected <= v["p50_ms"] <= 1.3 * expected, (v["name"], v["p50_ms"], expected)
+    top = fixed[max(fixed)]
+    assert top["server_cpu_utilization"] <= 0.6, (top["name"], top["server_cpu_utilization"])
+
+
+def test_the_lanes_not_the_core_decide_the_fixed_road(smoke):
+    check_the_lanes_decide_the_fixed_road(smoke)
 
 
 def test_fixed_service_throughput_follows_min_c_lanes_over_service_time(smoke, lanes, work_ms):

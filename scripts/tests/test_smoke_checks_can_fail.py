@@ -1,0 +1,172 @@
+"""The labs' smoke tests assert what the server decides, not what is true by construction
+(issue #15, item 8).
+
+The smoke runs take minutes; their checks are functions of the results, so here each runs on
+the committed run (it holds) and on a doctored copy that is a wrong model of the server (it
+must fail), next to the assertion it replaced, which the doctored copy passes: that one could
+not tell.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def smoke_module(relative: str):
+    """A lab's smoke-test module, imported by path (its tests are not collected from here)."""
+    path = REPO / relative
+    spec = importlib.util.spec_from_file_location(f"smoke_{path.parent.parent.name.replace('-', '_')}_{path.stem}",
+                                                  path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def committed(lab: str) -> dict:
+    return json.loads((REPO / "labs" / lab / "results" / "latest.json").read_text())
+
+
+# -- lab 05: the fixed road ------------------------------------------------------
+
+LAB05 = smoke_module("labs/05-concurrency-highway/tests/test_lab05.py")
+
+
+def old_littles_law_assertion(results: dict) -> None:
+    """The assertion the lab 05 smoke test had: X x mean = c within 20 % at every fixed step."""
+    for v in LAB05.sweep(results, "fixed-"):
+        assert LAB05.report.little_check(v)["holds"], v["name"]
+        assert v["requests_per_sec"] * v["mean_ms"] / 1000 == pytest.approx(v["concurrency"], rel=0.20)
+
+
+def slower_lanes(results: dict, work_ms: float) -> dict:
+    """The fixed road of a server whose lanes take `work_ms`, not the work_ms it reports: ab's
+    numbers as a closed loop gives them (X x mean = c holds, as it always does)."""
+    doctored = copy.deepcopy(results)
+    lanes = doctored["pools"]["pools"]["lanes"]["threads"]
+    for v in LAB05.sweep(doctored, "fixed-"):
+        latency = max(1, v["concurrency"] / lanes) * work_ms * 1.05
+        scale = latency / v["mean_ms"]
+        for key in ("mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms"):
+            v[key] *= scale
+        v["requests_per_sec"] = v["concurrency"] / (latency / 1000)
+    return doctored
+
+
+def cpu_bound_lanes(results: dict) -> dict:
+    """A fixed road whose lanes compute instead of waiting: the core, not the pool, is full."""
+    doctored = copy.deepcopy(results)
+    fixed = LAB05.sweep(doctored, "fixed-")
+    fixed[-1]["server_cpu_utilization"] = 0.97
+    return doctored
+
+
+def test_lab05_the_committed_run_passes_the_new_check():
+    LAB05.check_the_lanes_decide_the_fixed_road(committed("05-concurrency-highway"))
+    old_littles_law_assertion(committed("05-concurrency-highway"))
+
+
+@pytest.mark.parametrize("doctor", [lambda r: slower_lanes(r, 30.0), lambda r: slower_lanes(r, 12.0),
+                                    cpu_bound_lanes],
+                         ids=["lanes take 30 ms, not 20", "lanes take 12 ms, not 20", "lanes burn the core"])
+def test_lab05_a_wrong_fixed_road_fails_the_new_check_but_passed_littles_law(doctor):
+    doctored = doctor(committed("05-concurrency-highway"))
+    old_littles_law_assertion(doctored)  # bookkeeping: holds whatever the server did
+    with pytest.raises(AssertionError):
+        LAB05.check_the_lanes_decide_the_fixed_road(doctored)
+
+
+# -- lab 04: the spread of repeated runs ---------------------------------------
+
+LAB04 = smoke_module("labs/04-filter-cost/tests/test_lab04.py")
+REAL_ANALYSE = LAB04.analyse
+
+
+def old_spread_assertion(results: dict) -> None:
+    summary = LAB04.analyse(results)["tools"]["none"]
+    for tool in ("ab", "wrk"):
+        assert summary[tool]["min"] <= summary[tool]["median"] <= summary[tool]["max"]
+
+
+def one_run_counted_repeat_times(results: dict) -> dict:
+    """A driver that parsed one repetition's output for all of them."""
+    doctored = copy.deepcopy(results)
+    for v in doctored["variants"]:
+        first = {}
+        for run in v["extra"]["runs"]:
+            first.setdefault(run["tool"], dict(run))
+        v["extra"]["runs"] = [dict(first[run["tool"]], repetition=run["repetition"]) for run in v["extra"]["runs"]]
+    return doctored
+
+
+def summary_of_both_tools(results: dict):
+    """An analysis that mixes the two tools' runs into each tool's summary."""
+    real = REAL_ANALYSE(results)
+    for v in results["variants"]:
+        rates = sorted(r["requests_per_sec"] for r in v["extra"]["runs"])
+        for tool in ("ab", "wrk"):
+            real["tools"][v["name"]][tool].update(min=rates[0], max=rates[-1], median=statistics.median(rates))
+    return real
+
+
+def test_lab04_the_committed_run_passes_the_new_check():
+    results = committed("04-filter-cost")
+    LAB04.check_the_spread_is_that_of_the_repeated_runs(results, results["params"]["repeat"])
+
+
+def test_lab04_one_run_counted_three_times_fails_the_new_check_but_passed_min_median_max():
+    results = committed("04-filter-cost")
+    doctored = one_run_counted_repeat_times(results)
+    old_spread_assertion(doctored)
+    with pytest.raises(AssertionError):
+        LAB04.check_the_spread_is_that_of_the_repeated_runs(doctored, results["params"]["repeat"])
+
+
+def test_lab04_a_summary_that_mixes_the_tools_fails_the_new_check(monkeypatch):
+    results = committed("04-filter-cost")
+    monkeypatch.setattr(LAB04, "analyse", summary_of_both_tools)
+    old_spread_assertion(results)
+    with pytest.raises(AssertionError):
+        LAB04.check_the_spread_is_that_of_the_repeated_runs(results, results["params"]["repeat"])
+
+
+# -- lab 01: the served lab -----------------------------------------------------
+
+LAB01 = smoke_module("labs/01-non-blocking/tests/test_serve.py")
+
+
+def old_serve_assertions(v: dict, proc_total: float, remote_sum: float) -> None:
+    assert v["measured_over_predicted"] is not None
+    assert v["server_cpu_seconds"] > 0 and v["server_cpu_utilization"] is not None
+    assert remote_sum <= proc_total + 0.1
+
+
+def test_lab01_the_committed_run_passes_the_new_check():
+    for v in committed("01-non-blocking")["variants"]:
+        LAB01.check_measured_against_predicted(v)
+    LAB01.check_cpu_reading(12.304, 12.29, 12.31)
+
+
+@pytest.mark.parametrize("ratio", [1.6, 2.0], ids=["prediction from too few threads", "requests counted twice"])
+def test_lab01_a_rate_above_its_ceiling_fails_the_new_check(ratio):
+    v = dict(committed("01-non-blocking")["variants"][0], measured_over_predicted=ratio)
+    old_serve_assertions(v, 20.0, 1.0)
+    with pytest.raises(AssertionError):
+        LAB01.check_measured_against_predicted(v)
+
+
+@pytest.mark.parametrize("remote", [9.8, 0.4, 12304.0],
+                         ids=["user time only", "one thread's CPU", "milliseconds, not seconds"])
+def test_lab01_a_cpu_reading_that_is_not_the_process_cpu_fails_the_new_check(remote):
+    proc_before, proc_after = 12.29, 12.31
+    if remote < proc_after:
+        old_serve_assertions(committed("01-non-blocking")["variants"][0], proc_after, remote)
+    with pytest.raises(AssertionError):
+        LAB01.check_cpu_reading(remote, proc_before, proc_after)
