@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from .errors import ServerFailed, UsageError
 from .lab import Lab, Step
 from .progress import Progress
-from .server import WHERE_NOT_WHAT, http_get, url_host
+from .server import WHERE_NOT_WHAT, http_fetch, http_get, url_host
 
 # Every server the driver starts carries its lab's name, so a load machine can tell labs apart.
 LAB_PROPERTY = "pul.lab"
@@ -128,11 +128,21 @@ class RemoteServer:
         return http_get(self.base_url + path, timeout)
 
     def pools(self) -> dict:
-        body = self.get("/pools", timeout=30)
-        if body is None:
-            raise ServerFailed(f"the server at {self.base_url} did not answer /pools. Is `scripts/lab serve` "
-                               f"running on {self.host}, and is {self.host} reachable from here "
-                               f"(curl {self.base_url}/status)?")
+        answer = http_fetch(self.base_url + "/pools", timeout=30)
+        if answer.status is None:
+            raise ServerFailed(f"the server at {self.base_url} did not answer /pools ({answer.reason}). Is "
+                               f"`scripts/lab serve` running on {self.host}, and is {self.host} reachable from "
+                               f"here (curl {self.base_url}/status)?")
+        if not answer.ok:
+            hint = ""
+            if answer.status == 400 and b"host not allowed" in answer.body.lower():
+                # Play's AllowedHostsFilter: the Host header (this URL's host) is not in the server's
+                # play.filters.hosts.allowed.
+                hint = (f" The server does not accept requests addressed to {self.host} (its "
+                        f"play.filters.hosts.allowed): `scripts/lab serve NN --listen {self.host}` starts one "
+                        "that does; use the URL it prints.")
+            raise ServerFailed(f"{self.base_url}/pools answered {answer.describe()}.{hint}")
+        body = answer.body
         try:
             return json.loads(body)
         except ValueError:

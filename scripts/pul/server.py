@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import html
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BuildFailed, PortBusy, ServerFailed, UsageError
@@ -138,13 +140,58 @@ def _unprivileged_port_start() -> int:
 WHERE_NOT_WHAT = frozenset({"http.address", "http.port", "play.http.secret.key", "pidfile.path", "user.dir"})
 
 
-def http_get(url: str, timeout: float = 10) -> bytes | None:
-    """The body of a GET, or None when the server does not answer (or answers an error)."""
+@dataclass(frozen=True)
+class HttpAnswer:
+    """What a GET got: the HTTP status and body, or (status None) why nothing answered."""
+
+    status: int | None
+    body: bytes = b""
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """A 2xx answer: what http_get returns the body of."""
+        return self.status is not None and 200 <= self.status < 300
+
+    def describe(self, limit: int = 200) -> str:
+        """`HTTP 400 Bad Request: <the body's first characters, as text>` (or why there was no answer)."""
+        if self.status is None:
+            return f"no answer ({self.reason})"
+        excerpt = body_excerpt(self.body, limit)
+        return f"HTTP {self.status} {self.reason}".rstrip() + (f": {excerpt}" if excerpt else " (empty body)")
+
+
+def body_excerpt(body: bytes, limit: int = 200) -> str:
+    """A body's first `limit` characters as one line of text (an HTML page without its markup)."""
+    text = body[:64 * 1024].decode("utf-8", errors="replace")
+    if re.search(r"<(!doctype|html|head|body)\b", text[:1000], re.I):
+        text = re.sub(r"<(head|style|script)\b.*?</\1\s*>", " ", text, flags=re.I | re.S)
+        text = html.unescape(re.sub(r"<[^>]*>", " ", text))
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def http_fetch(url: str, timeout: float = 10) -> HttpAnswer:
+    """A GET's status and body, also when the server answers an error; status None when it does
+    not answer at all (refused, unreachable, timed out)."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.read()
-    except (urllib.error.URLError, OSError):
-        return None
+            return HttpAnswer(response.status, response.read(), response.reason or "")
+    except urllib.error.HTTPError as error:
+        try:
+            body = error.read()
+        except OSError:
+            body = b""
+        return HttpAnswer(error.code, body, str(error.reason or ""))
+    except (urllib.error.URLError, OSError) as error:
+        return HttpAnswer(None, b"", str(getattr(error, "reason", None) or error))
+
+
+def http_get(url: str, timeout: float = 10) -> bytes | None:
+    """The body of a GET, or None when the server does not answer (or answers an error:
+    http_fetch says which)."""
+    answer = http_fetch(url, timeout)
+    return answer.body if answer.ok else None
 
 
 def url_host(host: str) -> str:

@@ -15,6 +15,7 @@ import pytest
 from pul import cli, lab
 from pul.errors import UsageError
 from pul.remote import LAB_PROPERTY, RemoteServer, parse_target, server_properties
+from pul.server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = [sys.executable, str(REPO / "scripts" / "lab")]
@@ -178,3 +179,109 @@ def test_run_refuses_a_target_set_up_for_other_options(fake_server, tmp_path):
     # Every variant shares the first set-up: no --variant needed.
     assert f"scripts/lab serve 01 --requests 100 --port {port}\n" in out.stderr
     assert not (tmp_path / "latest.json").exists()
+
+
+# -- what --target says when the server answers /pools with an error ---------------------------
+
+# What a lab server's allowed-hosts filter answers: Play 2.9's production error page, as lab 01
+# sent it for a Host it does not allow (its style sheet shortened).
+BAD_HOST_PAGE = b"""<!DOCTYPE html>
+<html lang="en">
+    <head>
+        <title>Bad Request</title>
+<style  type="text/css">
+            html, body, pre { margin: 0; font-family: Monaco, 'Lucida Console', monospace; }
+        </style>
+    </head>
+    <body>
+        <h1>Bad Request</h1>
+
+        <p id="detail">
+            For request 'GET /pools' [Host not allowed: 192.0.2.10:9000]
+        </p>
+
+    </body>
+</html>
+"""
+
+
+@pytest.fixture
+def answering():
+    """A local HTTP server answering every GET with the status and body a test sets."""
+    reply = {"status": 200, "body": b"{}"}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(reply["status"])
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(reply["body"])))
+            self.end_headers()
+            self.wfile.write(reply["body"])
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", reply
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_run_with_target_shows_the_status_and_body_of_an_error_on_pools(answering, tmp_path):
+    url, reply = answering
+    reply.update(status=400, body=BAD_HOST_PAGE)
+    out = subprocess.run([*LAB, "run", "01", "--target", url, "--requests", "100", "--results-dir", str(tmp_path),
+                          "--no-report"], capture_output=True, text=True, timeout=60, cwd=REPO,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode != 0
+    assert "did not answer" not in out.stderr, out.stderr
+    assert (f"{url}/pools answered HTTP 400 Bad Request: Bad Request For request 'GET /pools' "
+            "[Host not allowed: 192.0.2.10:9000]") in out.stderr, out.stderr
+    # The page's markup and style are left out; the hint names the fix.
+    assert "<h1>" not in out.stderr and "font-family" not in out.stderr
+    assert "scripts/lab serve NN --listen 127.0.0.1" in out.stderr, out.stderr
+    assert not (tmp_path / "latest.json").exists()
+
+
+@pytest.mark.parametrize("status, body, shown", [
+    (500, b"boom: the dispatcher is gone", "HTTP 500 Internal Server Error: boom: the dispatcher is gone"),
+    (404, b"", "HTTP 404 Not Found (empty body)"),
+    (503, b"x" * 500, "HTTP 503 Service Unavailable: " + "x" * 200 + "\u2026"),
+], ids=["500", "404-empty", "503-long"])
+def test_remote_pools_errors_carry_status_and_first_bytes(answering, status, body, shown):
+    from pul.errors import ServerFailed
+
+    url, reply = answering
+    reply.update(status=status, body=body)
+    with pytest.raises(ServerFailed) as error:
+        RemoteServer(url).pools()
+    assert f"{url}/pools answered {shown}." in str(error.value)
+    assert "listen" not in str(error.value)  # the allowed-hosts hint is for that 400 only
+
+
+def test_a_target_that_does_not_answer_says_why():
+    from pul.errors import ServerFailed
+
+    port = free_port()  # nothing listens there
+    with pytest.raises(ServerFailed, match=r"did not answer /pools \(.*refused.*\)"):
+        RemoteServer(f"http://127.0.0.1:{port}").pools()
+
+
+def test_http_get_still_returns_the_body_or_none(answering):
+    from pul.server import http_fetch, http_get
+
+    url, reply = answering
+    reply.update(status=200, body=b'{"pools": {}}')
+    assert http_get(url + "/pools") == b'{"pools": {}}'
+    for status in (400, 404, 500):
+        reply.update(status=status, body=b"no")
+        assert http_get(url + "/pools") is None
+        answer = http_fetch(url + "/pools")
+        assert (answer.status, answer.body, answer.ok) == (status, b"no", False)
+    assert http_get(f"http://127.0.0.1:{free_port()}/status", timeout=2) is None
+    assert http_fetch(f"http://127.0.0.1:{free_port()}/status", timeout=2).status is None
+
