@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.typesafe.config.Config;
 import java.lang.management.ManagementFactory;
 import java.lang.management.OperatingSystemMXBean;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -74,14 +75,28 @@ public final class PoolReport {
     } else {
       report.putNull("jit_compile_seconds");
     }
-    ObjectNode properties = report.putObject("properties");
-    for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+    report.set("properties", properties(ManagementFactory.getRuntimeMXBean().getInputArguments()));
+  }
+
+  /** Words that mark a -D key as a secret's, in any case ("pass" also covers password, passwd). */
+  public static final List<String> SECRET_WORDS = List.of("secret", "pass", "key", "token", "credential");
+
+  /** Whether a -D key names a secret (`play.http.secret.key`, `db.default.pass`, `api.token`). */
+  public static boolean isSecret(String key) {
+    String lower = key.toLowerCase(Locale.ROOT);
+    return SECRET_WORDS.stream().anyMatch(lower::contains);
+  }
+
+  /** The -Dkey=value options among a JVM's arguments, secrets left out. */
+  public static ObjectNode properties(List<String> arguments) {
+    ObjectNode properties = Json.newObject();
+    for (String arg : arguments) {
       String[] keyValue = arg.startsWith("-D") ? arg.substring(2).split("=", 2) : new String[0];
-      String key = keyValue.length == 2 ? keyValue[0].toLowerCase(Locale.ROOT) : "";
-      if (keyValue.length == 2 && !key.contains("secret") && !key.contains("password")) {
+      if (keyValue.length == 2 && !isSecret(keyValue[0])) {
         properties.put(keyValue[0], keyValue[1]);
       }
     }
+    return properties;
   }
 
   // ANCHOR: commonpool-report

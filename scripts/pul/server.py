@@ -135,9 +135,13 @@ def _unprivileged_port_start() -> int:
         return 1024
 
 
-# -D properties that say where and how a server runs, not what it measures: the driver sets the
-# first four itself (Server.command), the staged start script adds user.dir.
+# -D properties that say where and how a server runs, not what it measures: the driver sets
+# http.address, http.port and pidfile.path itself (Server.command), the staged start script adds
+# user.dir; play.http.secret.key is what servers started before the secret moved to the
+# environment had.
 WHERE_NOT_WHAT = frozenset({"http.address", "http.port", "play.http.secret.key", "pidfile.path", "user.dir"})
+# The environment variable the server's secret goes in (see Server.child_env).
+SECRET_VARIABLE = "APPLICATION_SECRET"
 
 
 @dataclass(frozen=True)
@@ -225,11 +229,11 @@ class Server:
         return f"http://{url_host(self.host)}:{self.port}"
 
     def command(self) -> list[str]:
+        # No secret here: a command line is readable by every user of the machine (ps,
+        # /proc/PID/cmdline). The secret goes by environment instead (child_env).
         props = {
             "http.address": self.host,
             "http.port": str(self.port),
-            # Generated per start: the lab never ships a production secret.
-            "play.http.secret.key": secrets.token_urlsafe(48),
             "pidfile.path": "/dev/null",
             **self.properties,
         }
@@ -239,13 +243,19 @@ class Server:
             args = ["taskset", "-c", self.server_cpus, *args]
         return args
 
+    def child_env(self) -> dict[str, str]:
+        """The server's environment: the driver's, self.env, and a secret generated per start (the
+        lab never ships a production secret), which every lab's application.conf reads as
+        `play.http.secret.key = ${?APPLICATION_SECRET}`."""
+        return {**os.environ, **self.env, SECRET_VARIABLE: secrets.token_urlsafe(48)}
+
     def start(self, children: Children, progress: Progress, timeout: float = 90) -> None:
         check_port(self.port, self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("w")
         progress.step(f"starting the server on {self.base_url}"
                       + (f", pinned to CPU {self.server_cpus}" if self.server_cpus is not None else ""))
-        self.child = children.start(self.command(), env={**os.environ, **self.env}, stdout=self._log,
+        self.child = children.start(self.command(), env=self.child_env(), stdout=self._log,
                                     name="play server")
         deadline = time.monotonic() + timeout
         while True:

@@ -4,6 +4,7 @@ remote server may measure (the real serve-and-load test is in labs/01-non-blocki
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -285,3 +286,22 @@ def test_http_get_still_returns_the_body_or_none(answering):
     assert http_get(f"http://127.0.0.1:{free_port()}/status", timeout=2) is None
     assert http_fetch(f"http://127.0.0.1:{free_port()}/status", timeout=2).status is None
 
+
+# -- the Play secret stays off the server's command line ------------------------------------------
+
+def test_the_server_command_line_holds_no_secret(tmp_path):
+    from pul.server import Server
+
+    server = Server(tmp_path / "bin" / "lab01", 9000, tmp_path / "server.log", "0",
+                    {"lab.work-ms": "100"}, env={"JDBC_DATABASE_PASSWORD": "from-a-service"})
+    command = server.command()
+    assert not [arg for arg in command if "secret" in arg.lower()], command
+    assert "-Dlab.work-ms=100" in command and "-Dhttp.address=127.0.0.1" in command
+    # The secret goes by environment, fresh on every start, next to the services' variables;
+    # every lab's application.conf reads it: play.http.secret.key = ${?APPLICATION_SECRET}.
+    env, again = server.child_env(), server.child_env()
+    assert len(env["APPLICATION_SECRET"]) >= 32 and env["APPLICATION_SECRET"] != again["APPLICATION_SECRET"]
+    assert env["JDBC_DATABASE_PASSWORD"] == "from-a-service"
+    assert env["PATH"] == os.environ["PATH"]
+    for conf in sorted(REPO.glob("labs/[0-9][0-9]-*/conf/application.conf")):
+        assert "play.http.secret.key = ${?APPLICATION_SECRET}" in conf.read_text(), conf

@@ -193,6 +193,14 @@ def test_serve_in_one_namespace_and_run_target_from_another(tmp_path, monkeypatc
                   f"{variant['predicted_requests_per_sec']:.1f} (ratio {ratio})")
             assert BAND[0] <= ratio <= BAND[1], f"measured/predicted {ratio} outside {BAND}"
 
+            # The Play secret is in the server's environment, not on its command line (ps shows that).
+            [jvm] = [pid for pid in processes_with_run_id(token)
+                     if b"ProdServerStart" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+            assert b"secret" not in Path(f"/proc/{jvm}/cmdline").read_bytes().lower()
+            assert any(v.startswith(b"APPLICATION_SECRET=") and len(v) > 40
+                       for v in Path(f"/proc/{jvm}/environ").read_bytes().split(b"\0"))
+            assert not any("secret" in key.lower() for key in properties)
+
             # Ctrl-C on serve: it exits 0 and takes everything it started with it.
             assert processes_with_run_id(token), "the server stopped before Ctrl-C?"
             os.killpg(serve.pid, signal.SIGINT)

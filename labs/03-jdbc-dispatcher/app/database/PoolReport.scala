@@ -61,18 +61,26 @@ object PoolReport {
     case _                                                     => JsNull
   }
 
+  /** Words that mark a -D key as a secret's, in any case ("pass" also covers password, passwd). */
+  val SecretWords: Seq[String] = Seq("secret", "pass", "key", "token", "credential")
+
+  /** Whether a -D key names a secret (`play.http.secret.key`, `db.default.pass`, `api.token`). */
+  def isSecret(key: String): Boolean = SecretWords.exists(key.toLowerCase(java.util.Locale.ROOT).contains)
+
+  /** The -Dkey=value options among a JVM's arguments, secrets left out. */
+  def properties(arguments: java.util.List[String]): JsObject = JsObject(
+    arguments.asScala.toSeq
+      .filter(_.startsWith("-D"))
+      .map(_.drop(2).split("=", 2))
+      .collect {
+        case Array(key, value) if !isSecret(key) => key -> JsString(value)
+      })
+
   /**
    * The -Dkey=value options this JVM was started with, secrets left out: a driver on another
    * machine compares them with the set-up it means to measure.
    */
-  def commandLineProperties: JsObject = JsObject(
-    ManagementFactory.getRuntimeMXBean.getInputArguments.asScala.toSeq
-      .filter(_.startsWith("-D"))
-      .map(_.drop(2).split("=", 2))
-      .collect {
-        case Array(key, value) if !Seq("secret", "password").exists(key.toLowerCase.contains) =>
-          key -> JsString(value)
-      })
+  def commandLineProperties: JsObject = properties(ManagementFactory.getRuntimeMXBean.getInputArguments)
 
   /** The JSON the lab driver reads: `pools.NAME.threads` feeds the prediction. */
   def json(config: Config, pools: Map[String, String]): JsObject = {
