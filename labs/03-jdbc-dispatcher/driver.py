@@ -21,6 +21,7 @@ import time
 from typing import Iterator
 
 from pul import postgres
+from pul.checks import parse_cpu_list
 from pul.errors import ServerFailed, UsageError
 from pul.lab import Lab, Prediction, Services, Step
 from pul.probe import tree_cpu_seconds
@@ -238,7 +239,7 @@ class JdbcDispatcher(Lab):
             try:
                 yield Services(env=db.env(), handles={
                     "database": db, "meter": meter,
-                    "postgres_cores": len(_cpu_list(db.cpus)) if db.cpus else (os.cpu_count() or 1)})
+                    "postgres_cores": len(parse_cpu_list(db.cpus)) if db.cpus else (os.cpu_count() or 1)})
             finally:
                 if meter:
                     meter.stop()
@@ -313,11 +314,3 @@ class JdbcDispatcher(Lab):
                 record["extra"]["postgres_cpu_utilization"] = round(used / record["duration_s"], 2)
                 if record.get("complete"):
                     record["extra"]["postgres_cpu_ms_per_request"] = round(used * 1000 / record["complete"], 3)
-
-
-def _cpu_list(cpus: str) -> set[int]:
-    chosen: set[int] = set()
-    for part in cpus.split(","):
-        low, _, high = part.partition("-")
-        chosen.update(range(int(low), int(high or low) + 1))
-    return chosen

@@ -93,7 +93,7 @@ def check_writable_folder(path: Path, name: str, hint: str = "") -> None:
                          f"({error.strerror or error}){hint}")
 
 
-def parse_cpu_list(text: str, option: str) -> set[int]:
+def parse_cpu_list(text: str, option: str = "a CPU list") -> set[int]:
     """A CPU list as taskset -c takes it, without strides: `0`, `0,2`, `0-3`, `0,2-3`."""
     cpus: set[int] = set()
     for part in text.split(","):

@@ -14,6 +14,7 @@ from pathlib import Path
 from . import limits, machine, report, results, tools
 from .ab import BenchRun, LoadResult
 from .wrk import WrkRun
+from .checks import parse_cpu_list
 from .errors import ServerFailed, UsageError
 from .lab import Lab, Services, Step
 from .probe import StatusPoller
@@ -101,14 +102,6 @@ def select_steps(lab: Lab, params: dict, wanted: tuple[str, ...]) -> list[Step]:
     return [by_name[name] for name in dict.fromkeys(wanted)]
 
 
-def _cpu_set(cpus: str) -> set[int]:
-    chosen: set[int] = set()
-    for part in cpus.split(","):
-        low, _, high = part.partition("-")
-        chosen.update(range(int(low), int(high or low) + 1))
-    return chosen
-
-
 def group_by_server(steps: list[Step]) -> list[tuple[dict, list[Step]]]:
     """Consecutive steps with the same server properties share one server start."""
     groups: list[tuple[dict, list[Step]]] = []
@@ -192,7 +185,7 @@ def _idle_seconds(cpus: str | None) -> float | None:
     one whose core other programs took."""
     if cpus is None:
         return None
-    wanted = {f"cpu{n}" for n in _cpu_set(cpus)}
+    wanted = {f"cpu{n}" for n in parse_cpu_list(cpus)}
     try:
         lines = Path("/proc/stat").read_text().splitlines()
     except OSError:
@@ -205,7 +198,7 @@ def _idle_share(before: float | None, after: float | None, elapsed: float, cpus:
     """Share of these cores' time spent idle between two _idle_seconds readings (None: unknown)."""
     if before is None or after is None or elapsed <= 0:
         return None
-    cores = len(_cpu_set(cpus)) if cpus else 1
+    cores = len(parse_cpu_list(cpus)) if cpus else 1
     return round((after - before) / (elapsed * cores), 2)
 
 
@@ -340,7 +333,7 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     pin = pinning(options)
     if pin["load_cpus"] is not None:
         # The driver's own polling belongs with the load generator, off the server's core.
-        os.sched_setaffinity(0, _cpu_set(pin["load_cpus"]))
+        os.sched_setaffinity(0, parse_cpu_list(pin["load_cpus"]))
     results_dir = options.results_dir or (lab.dir / "results")
     run_stamp = results.stamp(started)
     where = Where(results_dir, results_dir / run_stamp, lab.dir / "target" / "pul")
