@@ -117,7 +117,22 @@ def test_scripts_test_names_no_package_and_only_groups_of_the_table():
     for args in calls:
         assert all(arg.startswith('"$') for arg in args.split()), f"a package named in scripts/test: {args}"
     groups = set(re.findall(r"install_tools apt_install(?:_bare)? (test:[\w-]+)", text))
-    assert groups == {g for g in tools.GROUPS if g.startswith("test:")}
+    assert groups == {g for g in tools.GROUPS if g.startswith("test:")} - set(OTHER_INSTALLERS)
+
+
+# Groups installed by a script of their own rather than by scripts/test.
+OTHER_INSTALLERS = {"test:browser": "scripts/browser-test", "test:browser-node": "scripts/browser-test",
+                    "book:pdf": "scripts/book"}
+
+
+@pytest.mark.parametrize("group, script", OTHER_INSTALLERS.items())
+def test_the_other_installers_name_no_package_and_read_their_group(group, script):
+    text = (REPO / script).read_text()
+    assert f"packages {group})" in text
+    for row in tools.TABLE:
+        if group in row.groups:
+            assert not re.search(rf"(apt-get install|need_packages)[^\n]*\b{re.escape(row.debian_package)}\b", text), \
+                f"{script} names the package {row.debian_package}"
 
 
 # -- scripts/doctor and the driver ---------------------------------------------------
