@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import threading
 import time
@@ -12,46 +13,110 @@ from pathlib import Path
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-class StatusPoller(threading.Thread):
-    """GET a path every `interval` seconds while the load runs; keep the latencies.
+# Below this many answered probes, the 99th percentile is one of the last two samples, so a p99
+# would only be the maximum under another name.
+SAMPLES_FOR_P99 = 100
 
-    Rate-limited on purpose: a closed-loop probe (ab -c 1) would add hundreds of
-    requests per second to the load it is meant to observe.
+
+class StatusPoller(threading.Thread):
+    """GET a path on a fixed schedule while the load runs (an open loop); keep the latencies.
+
+    Probe i is due at start + i x interval and is sent then, on its own thread, however many
+    earlier probes are still unanswered; its latency counts from that due moment, so a late send
+    is charged too. A closed loop (send, wait for the answer, send the next) would stop asking
+    while the server stalls and never measure the probes a user would have sent meanwhile:
+    coordinated omission (chapter 5; scripts/openload works the same way).
+
+    Rate-limited on purpose: 20 probes a second add little to the load they observe. At most
+    `max_outstanding` probes wait at once; a probe due beyond that is not sent and counts as failed.
     """
 
-    def __init__(self, url: str, interval: float = 0.05, timeout: float = 30):
+    def __init__(self, url: str, interval: float = 0.05, timeout: float = 30, max_outstanding: int = 200):
         super().__init__(daemon=True)
         self.url = url
         self.interval = interval
         self.timeout = timeout
+        self.max_outstanding = max_outstanding
         self.latencies_ms: list[float] = []
-        self.failures = 0
+        self.failures = 0       # no answer: an error, still waiting at finish(), or not sent
+        self.not_sent = 0       # due while max_outstanding probes were waiting
+        self.scheduled = 0      # probes due so far
+        self._outstanding: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+        self._closed = False    # finish() has counted: later answers are ignored
         self._stop_event = threading.Event()
 
     def run(self) -> None:
-        while not self._stop_event.is_set():
-            started = time.perf_counter()
-            try:
-                with urllib.request.urlopen(self.url, timeout=self.timeout) as response:
-                    response.read()
-                self.latencies_ms.append((time.perf_counter() - started) * 1000)
-            except (urllib.error.URLError, OSError):
+        start = time.monotonic()
+        while True:
+            due = start + self.scheduled * self.interval
+            if self._stop_event.wait(max(0.0, due - time.monotonic())):
+                return
+            with self._lock:
+                self.scheduled += 1
+                if len(self._outstanding) >= self.max_outstanding:
+                    self.not_sent += 1
+                    self.failures += 1
+                    continue
+                probe = threading.Thread(target=self._probe, args=(due,), daemon=True)
+                self._outstanding.add(probe)
+            probe.start()
+
+    def _probe(self, due: float) -> None:
+        try:
+            with urllib.request.urlopen(self.url, timeout=self.timeout) as response:
+                response.read()
+            answered = (time.monotonic() - due) * 1000
+        except (urllib.error.URLError, http.client.HTTPException, OSError):
+            answered = None
+        with self._lock:
+            self._outstanding.discard(threading.current_thread())
+            if self._closed:
+                return
+            if answered is None:
                 self.failures += 1
-            self._stop_event.wait(max(0.0, self.interval - (time.perf_counter() - started)))
+            else:
+                self.latencies_ms.append(answered)
 
     def finish(self) -> dict | None:
+        """Stop scheduling, give the probes still out until `timeout` to answer, and summarize;
+        a probe still unanswered then counts as failed."""
         self._stop_event.set()
-        self.join(self.timeout + 5)
-        if not self.latencies_ms:
-            return None if not self.failures else {"requests": 0, "failed": self.failures}
-        ordered = sorted(self.latencies_ms)
+        if self.ident is None:  # never started
+            return None
+        self.join(self.timeout)  # it only sleeps and starts threads: it stops at once
+        deadline = time.monotonic() + self.timeout
+        while True:
+            with self._lock:
+                waiting = list(self._outstanding)
+            if not waiting or time.monotonic() >= deadline:
+                break
+            waiting[0].join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            self._closed = True
+            self.failures += len(self._outstanding)
+            latencies, failures, not_sent, scheduled = list(self.latencies_ms), self.failures, self.not_sent, self.scheduled
+        if not latencies and not failures:
+            return None
+        return summarize(latencies, failures, not_sent, scheduled, self.interval)
 
-        def pct(p: float) -> float:
-            return round(ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))], 2)
 
-        return {"requests": len(ordered), "failed": self.failures,
-                "mean_ms": round(sum(ordered) / len(ordered), 2),
-                "p50_ms": pct(50), "p99_ms": pct(99), "max_ms": round(ordered[-1], 2)}
+def summarize(latencies_ms: list[float], failed: int, not_sent: int, scheduled: int, interval: float) -> dict:
+    """The probe's record: counts, and the latency statistics that so many samples can carry."""
+    ordered = sorted(latencies_ms)
+
+    def pct(p: float) -> float | None:
+        if not ordered:
+            return None
+        return round(ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))], 2)
+
+    return {"requests": len(ordered), "failed": failed, "not_sent": not_sent, "scheduled": scheduled,
+            "interval_ms": round(interval * 1000, 3),
+            "mean_ms": round(sum(ordered) / len(ordered), 2) if ordered else None,
+            "p50_ms": pct(50),
+            "p99_ms": pct(99) if len(ordered) >= SAMPLES_FOR_P99 else None,
+            "samples_for_p99": SAMPLES_FOR_P99,
+            "max_ms": round(ordered[-1], 2) if ordered else None}
 
 
 def _cpu_seconds(select) -> float:

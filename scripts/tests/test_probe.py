@@ -1,0 +1,153 @@
+"""The /status probe is an open loop: probes leave on schedule while the server stalls, and their
+latency counts from when they were due (no coordinated omission, chapter 5)."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+import time
+
+import pytest
+
+from pul import probe
+
+INTERVAL = 0.02  # seconds between probes: fast, so that a test lasts well under a second
+STALL = 0.3      # seconds the server holds every request that arrives during a stall
+
+
+class StallingServer(http.server.ThreadingHTTPServer):
+    """Answers GET at once, except during a stall: then every request waits for its end."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.arrivals: list[float] = []   # time.monotonic() of each request, as the server saw it
+        self.stall_until = 0.0
+        self.url = f"http://127.0.0.1:{self.server_address[1]}/status"
+
+    def stall(self, seconds: float) -> tuple[float, float]:
+        start = time.monotonic()
+        self.stall_until = start + seconds
+        return start, self.stall_until
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        now = time.monotonic()
+        self.server.arrivals.append(now)
+        if self.server.stall_until > now:
+            time.sleep(self.server.stall_until - now)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    server = StallingServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def run_with_a_stall(server: StallingServer):
+    """0.1 s of quick answers, a 0.3 s stall, 0.2 s of quick answers: the poller, its record, how
+    long it ran, and the stall's start and end."""
+    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=5)
+    started = time.monotonic()
+    poller.start()
+    time.sleep(0.1)
+    window = server.stall(STALL)
+    time.sleep(STALL + 0.2)
+    elapsed = time.monotonic() - started
+    return poller, poller.finish(), elapsed, window
+
+
+def test_probes_leave_on_schedule_while_the_server_stalls(server):
+    _, record, elapsed, (stall_start, stall_end) = run_with_a_stall(server)
+    # A closed loop sends one probe into the stall and waits for it; the open loop keeps sending.
+    during = [t for t in server.arrivals if stall_start <= t < stall_end]
+    assert len(during) >= 0.6 * STALL / INTERVAL, f"{len(during)} probes reached the server during the stall"
+    due = elapsed / INTERVAL + 1  # probe 0 is due at once
+    assert due - 3 <= record["scheduled"] <= due + 1, record
+    assert record["requests"] + record["failed"] == record["scheduled"], record
+    assert record["failed"] == 0, record
+
+
+def test_latency_counts_from_when_the_probe_was_due(server):
+    poller, record, _, _ = run_with_a_stall(server)
+    # The first probe due in the stall was due at most one interval after it began, the next one
+    # interval later, and so on; each waited at least for the rest of the stall. So the k-th longest
+    # latency (from 0) is at least the stall minus k + 1 intervals.
+    longest = sorted(poller.latencies_ms, reverse=True)
+    due_in_stall = int(STALL / INTERVAL) - 1
+    assert len(longest) >= due_in_stall
+    for k in range(due_in_stall):
+        floor_ms = (STALL - (k + 1) * INTERVAL) * 1000
+        assert longest[k] >= floor_ms, f"latency {k}: {longest[k]:.1f} ms < {floor_ms:.0f} ms ({longest[:due_in_stall]})"
+    assert record["max_ms"] >= (STALL - INTERVAL) * 1000
+
+
+def test_a_late_send_is_charged_to_the_probe(server, monkeypatch):
+    """The poller itself falls behind (here: starting one probe's thread takes 0.1 s, as when the
+    driver's process is starved of CPU); the probes due meanwhile leave late and say so."""
+    lag = 0.1
+    real_thread = threading.Thread
+    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=5)
+    starts = []
+
+    class SlowToStart(real_thread):
+        def start(self):
+            if threading.current_thread() is poller:
+                starts.append(self)
+                if len(starts) == 2:
+                    time.sleep(lag)
+            super().start()
+
+    monkeypatch.setattr(threading, "Thread", SlowToStart)
+    poller.start()
+    time.sleep(0.3)
+    record = poller.finish()
+    monkeypatch.undo()
+    # Probe 1 left `lag` late, and the probes due during that time left together right after it.
+    late = sorted(poller.latencies_ms, reverse=True)[:3]
+    assert all(latency >= (lag - 3 * INTERVAL) * 1000 for latency in late), (late, record)
+    assert record["max_ms"] >= (lag - INTERVAL) * 1000, record
+
+
+def test_the_p99_needs_a_hundred_answers(server):
+    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=5)
+    poller.start()
+    time.sleep(0.5)
+    record = poller.finish()
+    assert 10 <= record["requests"] < 100, record
+    assert record["p99_ms"] is None, record
+    assert record["samples_for_p99"] == 100
+    assert record["p50_ms"] is not None and record["max_ms"] >= record["p50_ms"]
+    assert record["interval_ms"] == INTERVAL * 1000
+
+
+def test_summarize_gives_a_p99_from_a_hundred_samples():
+    too_few = probe.summarize([float(i) for i in range(1, 100)], 0, 0, 99, 0.05)
+    enough = probe.summarize([float(i) for i in range(1, 101)], 0, 0, 100, 0.05)
+    assert too_few["p99_ms"] is None and too_few["max_ms"] == 99.0
+    assert enough["p99_ms"] == 99.0 and enough["max_ms"] == 100.0
+
+
+def test_probes_beyond_the_bound_are_not_sent_and_count_as_failed(server):
+    server.stall(STALL)
+    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=5, max_outstanding=3)
+    poller.start()
+    time.sleep(STALL - 0.1)
+    record = poller.finish()  # the three waiting probes are answered when the stall ends
+    assert len(server.arrivals) == 3
+    assert record["requests"] == 3, record
+    assert record["not_sent"] == record["failed"] == record["scheduled"] - 3 > 0, record
