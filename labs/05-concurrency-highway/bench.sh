@@ -3,8 +3,10 @@
 # every step of its sweep; by hand, against a server you started yourself:
 #   BASE_URL=http://127.0.0.1:9000 CONCURRENCY=8 REQUESTS=20000 ./bench.sh echo
 #   PAYLOAD=large CONCURRENCY=64 ./bench.sh echo
-# With RATE set, the load is open-loop instead (scripts/openload, not ab):
+# With RATE set, the load is open-loop instead (scripts/openload, not ab);
+# ARRIVALS is poisson (random gaps, the default; SEED picks the draw) or even:
 #   RATE=300 DURATION=10 ./bench.sh fixed
+#   RATE=300 DURATION=10 ARRIVALS=even ./bench.sh fixed
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../../scripts/lib/bench.sh
@@ -30,11 +32,14 @@ fi
 if [[ -n ${RATE:-} ]]; then
   [[ $# -eq 1 && -n ${PATHS[${1:-}]+set} ]] || bench_usage
   # ANCHOR: open-loop
-  # Open loop: requests leave on a fixed schedule whether or not earlier ones
-  # have been answered; latency counts from the scheduled moment.
+  # Open loop: requests leave on a schedule whether or not earlier ones have
+  # been answered; latency counts from the scheduled moment. Poisson arrivals
+  # come at random, like independent users (gaps averaging 1/RATE, drawn from
+  # SEED: the same seed, the same schedule); even ones exactly 1/RATE apart.
   # CONCURRENCY is only a cap here: the most requests allowed in flight at once.
   args=(--rate "$RATE" --duration "${DURATION:-10}" --max-in-flight "${CONCURRENCY:-4000}"
-    --body "$payload" --content-type application/json)
+    --arrivals "${ARRIVALS:-poisson}" --body "$payload" --content-type application/json)
+  [[ -n ${SEED:-} ]] && args+=(--seed "$SEED")
   [[ -n ${PERCENTILES_CSV:-} ]] && args+=(--percentiles-csv "$PERCENTILES_CSV")
   # ANCHOR_END: open-loop
   exec "$here/../../scripts/openload" "${args[@]}" "${BASE_URL:-http://127.0.0.1:9000}${PATHS[$1]}"

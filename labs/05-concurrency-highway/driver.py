@@ -3,7 +3,8 @@
 Three sweeps against one server:
   c=N           the JSON echo (pure CPU on Play's default dispatcher) at c = 1, 2, 4, ... (ab, closed loop)
   fixed-c=N     the same echo behind a fixed service time on a fixed pool: capacity known in advance
-  open-rate=R   the fixed endpoint at fixed request rates below, near and past its capacity (open loop)
+  open-A-rate=R the fixed endpoint at fixed request rates below, near and past its capacity (open loop),
+                each with random (A = poisson) and evenly spaced (A = even) arrivals
 """
 
 from __future__ import annotations
@@ -23,13 +24,74 @@ REQUESTS_PER_CONCURRENCY = 10
 LITTLE_TOLERANCE = 0.10
 # The fixed-service sweep goes up to this many times the pool size (well past the knee).
 FIXED_LADDER_FACTOR = 8
-# Seconds of load per fixed-service step, and per open-loop rate.
+# Seconds of load per fixed-service step, and per open-loop step (two per rate: 6 x 3 s).
 FIXED_STEP_SECONDS = 4
-OPEN_LOOP_SECONDS = 5
+OPEN_LOOP_SECONDS = 3
 # Offered rates of the open-loop check, as fractions of the fixed endpoint's capacity.
 OPEN_LOOP_FRACTIONS = (0.5, 0.9, 1.2)
+# How requests arrive in the open loop (scripts/openload --arrivals), each measured at every rate:
+# at random like independent users (Poisson), and evenly spaced (a load no crowd makes).
+OPEN_LOOP_ARRIVALS = ("poisson", "even")
+# The Poisson draw (openload --seed): fixed, so a run repeats the same schedule.
+OPEN_LOOP_SEED = 1
 # Open loop: the most requests in flight the generator may hold (its file descriptors).
 OPEN_LOOP_MAX_IN_FLIGHT = 4000
+
+
+def erlang_c(servers: int, load: float) -> float:
+    """Erlang's C formula: the chance that an arrival must wait, in an M/M/c queue with `servers`
+    servers offered `load` = rate x service time (Erlang B by its recurrence, then C from B)."""
+    rho = load / servers
+    if rho >= 1:
+        return 1.0
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = load * b / (k + load * b)
+    return b / (1 - rho * (1 - b))
+
+
+def wait_mmc(rate: float, service_s: float, servers: int) -> float:
+    """Mean wait in the queue (seconds) of M/M/c: C(c, a) / (c mu - lambda); infinite at or past capacity."""
+    capacity = servers / service_s
+    if rate >= capacity:
+        return math.inf
+    return erlang_c(servers, rate * service_s) / (capacity - rate)
+
+
+def wait_mdc(rate: float, service_s: float, servers: int) -> float:
+    """Mean wait in the queue (seconds) of M/D/c: Poisson arrivals, a constant service time.
+
+    The approximation Wq(M/G/c) ~ (ca^2 + cs^2) / 2 x Wq(M/M/c) (Whitt 1993, "Approximations for the
+    GI/G/m queue", Production and Operations Management 2(2)), with ca^2 = 1 for Poisson arrivals and
+    cs^2 = 0 for a constant service: half the M/M/c wait. Exact for one server (Pollaczek-Khinchine:
+    rho / (2 mu (1 - rho))); for several, close in heavy traffic, where the wait matters, and low in
+    light traffic, where it is a small fraction of the service time (Cosmetatos 1975 refines it).
+    """
+    return wait_mmc(rate, service_s, servers) / 2
+
+
+def open_loop_model(arrivals: str, rate: float, servers: int, service_ms: float, seconds: float) -> dict:
+    """The queueing prediction for one open-loop step: mean wait and latency, and the model's name.
+
+    Below capacity: Poisson arrivals on a constant service wait as M/D/c says; evenly spaced ones
+    (D/D/c) never wait, since a lane is free again before its turn comes round. At or past capacity
+    no steady state exists for either: the backlog grows by (rate - capacity) every second, so a
+    request due t seconds in waits (rate / capacity - 1) x t, and over a run of T seconds the mean
+    wait is (rate / capacity - 1) x T / 2: twice the run, twice the wait.
+    """
+    service_s = service_ms / 1000
+    capacity = servers / service_s
+    utilisation = rate / capacity
+    if utilisation >= 1:
+        wait_s, model = (utilisation - 1) * seconds / 2, "past capacity: the queue grows"
+    elif arrivals == "poisson":
+        wait_s, model = wait_mdc(rate, service_s, servers), f"M/D/{servers}"
+    else:
+        wait_s, model = 0.0, f"D/D/{servers}"
+    return {"arrivals": arrivals, "utilisation": round(utilisation, 4), "queue_model": model,
+            "predicted_wait_ms": round(wait_s * 1000, 3),
+            "predicted_mean_ms": round(service_ms + wait_s * 1000, 3),
+            "wait_grows": utilisation >= 1}
 
 
 def ladder(top: int) -> list[int]:
@@ -81,15 +143,19 @@ class ConcurrencyHighway(Lab):
                        "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(4 * FIXED_STEP_SECONDS + 10)}}))
         for fraction in OPEN_LOOP_FRACTIONS:
             rate = round(fraction * capacity)
-            steps.append(Step(
-                # concurrency: only the cap on requests in flight; the load is the rate.
-                name=f"open-rate={rate}", endpoint="fixed", concurrency=OPEN_LOOP_MAX_IN_FLIGHT,
-                requests=round(rate * OPEN_LOOP_SECONDS), pool="lanes", service_ms=params["work_ms"],
-                warmup_requests=0,
-                extra={"sweep": "open", "payload": payload, "offered_rate": rate,
-                       "fraction_of_capacity": fraction, "seconds": OPEN_LOOP_SECONDS,
-                       "bench_env": {"PAYLOAD": payload, "RATE": str(rate),
-                                     "DURATION": str(OPEN_LOOP_SECONDS)}}))
+            for arrivals in OPEN_LOOP_ARRIVALS:
+                seed = {"seed": OPEN_LOOP_SEED} if arrivals == "poisson" else {}
+                steps.append(Step(
+                    # concurrency: only the cap on requests in flight; the load is the rate.
+                    name=f"open-{arrivals}-rate={rate}", endpoint="fixed", concurrency=OPEN_LOOP_MAX_IN_FLIGHT,
+                    requests=round(rate * OPEN_LOOP_SECONDS), pool="lanes", service_ms=params["work_ms"],
+                    warmup_requests=0,
+                    extra={"sweep": "open", "payload": payload, "offered_rate": rate,
+                           "fraction_of_capacity": fraction, "seconds": OPEN_LOOP_SECONDS,
+                           "arrivals": arrivals, **seed,
+                           "bench_env": {"PAYLOAD": payload, "RATE": str(rate), "ARRIVALS": arrivals,
+                                         "DURATION": str(OPEN_LOOP_SECONDS),
+                                         **{k.upper(): str(v) for k, v in seed.items()}}}))
         return steps
 
     def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
@@ -100,6 +166,15 @@ class ConcurrencyHighway(Lab):
             threads = pools["pools"]["lanes"]["threads"]
             capacity = threads / (step.service_ms / 1000)
             rate = step.extra["offered_rate"]
+            queue = open_loop_model(step.extra["arrivals"], rate, threads, step.service_ms, step.extra["seconds"])
+            if queue["wait_grows"]:
+                wait = (f"past capacity the wait grows by {rate / capacity - 1:.2f} s every second: "
+                        f"mean {queue['predicted_wait_ms']:,.0f} ms over {step.extra['seconds']:g} s")
+            else:
+                wait = (f"{queue['queue_model']} at utilisation {queue['utilisation']:.0%}: mean wait "
+                        + ("1/2 Wq(M/M/c) = " if step.extra["arrivals"] == "poisson" else "")
+                        + f"{queue['predicted_wait_ms']:.2f} ms")
             return Prediction(round(min(rate, capacity), 1),
-                              f"min(offered {rate}/s, {threads} lanes / {step.service_ms:g} ms)")
+                              f"min(offered {rate}/s, {threads} lanes / {step.service_ms:g} ms); {wait}",
+                              facts=queue)
         return super().predict(step, pools, params)

@@ -36,9 +36,24 @@ def sweep(results: dict, prefix: str) -> list[dict]:
     return sorted(chosen, key=lambda v: v["concurrency"])
 
 
+def arrivals(v: dict) -> str:
+    """How an open-loop step's requests arrived; runs from before --arrivals were evenly spaced."""
+    return v["extra"].get("arrivals", "even")
+
+
 def open_steps(results: dict) -> list[dict]:
+    """The open-loop steps by offered rate, random (Poisson) arrivals before evenly spaced ones."""
     return sorted((v for v in results["variants"] if v["name"].startswith("open-")),
-                  key=lambda v: v["extra"]["offered_rate"])
+                  key=lambda v: (v["extra"]["offered_rate"], arrivals(v) != "poisson"))
+
+
+def predicted_mean(v: dict) -> str:
+    """The queueing model's mean latency for an open-loop step; past capacity it only holds for
+    this run's length, since the wait grows for as long as requests keep coming."""
+    ms = v["extra"].get("predicted_mean_ms")
+    if ms is None:
+        return "–"
+    return f"{ms:,.0f} (grows)" if v["extra"].get("wait_grows") else f"{ms:,.1f}"
 
 
 def echo_model(results: dict) -> dict | None:
@@ -118,10 +133,12 @@ def summary_notes(results: dict) -> list[str]:
         notes.append(f"echo bounds: R1 = {model['r1_ms']:.2f} ms alone (c=1), plateau {model['capacity']:,.0f} "
                      f"req/s (c={model['best_c']}) -> knee at c* = plateau x R1 = {model['knee']:.1f}.")
     for v in open_steps(results):
-        notes.append(f"open loop at {v['extra']['offered_rate']} req/s "
+        model = v["extra"].get("queue_model")
+        notes.append(f"open loop, {arrivals(v)} arrivals at {v['extra']['offered_rate']} req/s "
                      f"({v['extra']['fraction_of_capacity']:.0%} of capacity): served "
-                     f"{v['requests_per_sec']:,.0f} req/s, p50 {v['p50_ms']:,.1f} ms, "
-                     f"p99 {v['p99_ms']:,.1f} ms.")
+                     f"{v['requests_per_sec']:,.0f} req/s, mean {v['mean_ms']:,.1f} ms"
+                     + (f" (predicted {predicted_mean(v)} ms, {model})" if model else "")
+                     + f", p99 {v['p99_ms']:,.1f} ms.")
     return notes
 
 def render(results: dict, lab) -> dict[str, str]:
@@ -157,12 +174,17 @@ def closed_table(steps: list[dict]) -> str:
 
 
 def open_table(results: dict) -> str:
-    rows = ["| offered req/s | share of capacity | served req/s | p50 ms | p90 ms | p99 ms | max ms | failed |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    """Per open-loop step: how requests arrived, the load, and the queueing model's mean latency
+    (M/D/c for Poisson arrivals, D/D/c for even ones, a growing queue past capacity) next to the
+    measured one."""
+    rows = ["| arrivals | offered req/s | utilisation | served req/s | predicted mean ms | mean ms | p99 ms "
+            "| failed |",
+            "|:---|---:|---:|---:|---:|---:|---:|---:|"]
     for v in open_steps(results):
-        rows.append(f"| {v['extra']['offered_rate']:,} | {v['extra']['fraction_of_capacity']:.0%} "
-                    f"| {v['requests_per_sec']:,.0f} | {_f(v['p50_ms'])} | {_f(v['p90_ms'])} | {_f(v['p99_ms'])} "
-                    f"| {_f(v['max_ms'])} | {v['failed'] + v['non_2xx']:,} |")
+        utilisation = v["extra"].get("utilisation", v["extra"]["fraction_of_capacity"])
+        rows.append(f"| {arrivals(v)} | {v['extra']['offered_rate']:,} | {utilisation:.0%} "
+                    f"| {v['requests_per_sec']:,.0f} | {predicted_mean(v)} | {_f(v['mean_ms'])} | {_f(v['p99_ms'])} "
+                    f"| {v['failed'] + v['non_2xx']:,} |")
     return "\n".join(rows) + "\n"
 
 

@@ -1,0 +1,168 @@
+"""Lab 05's open-loop model (fast): the queueing predictions its open-loop steps carry, and the
+smoke test's open-loop check run on made-up results, so we know that it can fail."""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import random
+
+import pytest
+
+from pul.testing import this_lab
+
+lab = this_lab(__file__)
+driver = lab.module("driver")
+
+
+def test_erlang_c_known_values():
+    # One server: the chance to wait is the utilisation.
+    assert driver.erlang_c(1, 0.7) == pytest.approx(0.7)
+    # Two servers offered one erlang: C = (1/2 x 2) / (1 + 1 + 1) = 1/3.
+    assert driver.erlang_c(2, 1.0) == pytest.approx(1 / 3)
+    assert driver.erlang_c(8, 8.0) == 1.0
+
+
+def test_m_d_1_is_pollaczek_khinchine():
+    # M/D/1: Wq = rho / (2 mu (1 - rho)), exactly half of M/M/1's rho / (mu (1 - rho)).
+    for rate, service_s in ((40, 0.020), (10, 0.050), (1, 0.5)):
+        mu, rho = 1 / service_s, rate * service_s
+        assert driver.wait_mdc(rate, service_s, 1) == pytest.approx(rho / (2 * mu * (1 - rho)))
+        assert driver.wait_mmc(rate, service_s, 1) == pytest.approx(rho / (mu * (1 - rho)))
+    assert driver.wait_mdc(400, 0.020, 8) == float("inf")
+
+
+def simulated_wait(rate: float, service_s: float, servers: int, n: int, seed: int) -> float:
+    """Mean wait of n Poisson arrivals on `servers` first-come-first-served servers of a constant
+    service time: each arrival takes the server that frees first."""
+    draw = random.Random(seed).expovariate
+    free, t, total = [0.0] * servers, 0.0, 0.0
+    for _ in range(n):
+        t += draw(rate)
+        start = max(t, heapq.heappop(free))
+        total += start - t
+        heapq.heappush(free, start + service_s)
+    return total / n
+
+
+def test_m_d_c_estimate_matches_a_simulated_m_d_8_in_heavy_traffic():
+    # The lab's road, 8 lanes of 20 ms, at 90 % of its capacity: long-run simulation vs formula.
+    predicted = driver.wait_mdc(360, 0.020, 8)
+    assert predicted == pytest.approx(driver.wait_mmc(360, 0.020, 8) / 2)
+    assert simulated_wait(360, 0.020, 8, 300_000, seed=11) == pytest.approx(predicted, rel=0.10)
+
+
+def test_open_loop_model_per_arrivals_and_utilisation():
+    poisson = driver.open_loop_model("poisson", 360, 8, 20, 3)
+    even = driver.open_loop_model("even", 360, 8, 20, 3)
+    assert poisson["queue_model"] == "M/D/8" and poisson["utilisation"] == pytest.approx(0.9)
+    assert poisson["predicted_mean_ms"] == pytest.approx(20 + 1000 * driver.wait_mdc(360, 0.020, 8), abs=0.01)
+    # Evenly spaced below capacity: a lane is always free again before its next request is due.
+    assert even["predicted_wait_ms"] == 0 and even["predicted_mean_ms"] == 20
+    # Past capacity both grow: at 120 % a request due t s in waits 0.2 t; over 3 s, 0.3 s on average.
+    for arrivals in ("poisson", "even"):
+        past = driver.open_loop_model(arrivals, 480, 8, 20, 3)
+        assert past["wait_grows"] and past["predicted_wait_ms"] == pytest.approx(300)
+    # And the waiting explodes near capacity, like 1 / (1 - utilisation).
+    waits = [driver.open_loop_model("poisson", r, 8, 20, 3)["predicted_wait_ms"] for r in (200, 360, 390)]
+    assert waits[0] < 1 < waits[1] < waits[2] / 4
+
+
+def open_loop_steps() -> list:
+    return [s for s in lab.steps({**lab.defaults, "max_concurrency": 8}) if s.extra["sweep"] == "open"]
+
+
+def test_the_open_loop_steps_pair_both_arrivals_at_every_rate():
+    steps = open_loop_steps()
+    assert len(steps) == 2 * len(driver.OPEN_LOOP_FRACTIONS)
+    for s in steps:
+        arrivals = s.extra["arrivals"]
+        assert s.name == f"open-{arrivals}-rate={s.extra['offered_rate']}"
+        assert s.extra["bench_env"]["ARRIVALS"] == arrivals
+        assert ("SEED" in s.extra["bench_env"]) == (arrivals == "poisson")
+    # The lab must fit its time: seconds of sending, all told, no more than the 3 x 5 s it had.
+    assert sum(s.requests / s.extra["offered_rate"] for s in steps) <= 20
+
+
+def test_each_open_loop_prediction_carries_its_queueing_model():
+    pools = {"pools": {"lanes": {"threads": 8}}}
+    for s in open_loop_steps():
+        prediction = lab.predict(s, pools, lab.defaults)
+        rate = s.extra["offered_rate"]
+        assert prediction.requests_per_sec == pytest.approx(min(rate, 400), abs=0.1)
+        assert prediction.facts == driver.open_loop_model(s.extra["arrivals"], rate, 8, 20, s.extra["seconds"])
+        assert ("grows" in prediction.explanation) == (rate > 400)
+
+
+# -- the smoke test's open-loop checks, on made-up results -----------------------------------
+
+def smoke_module():
+    """The smoke test's module, imported by path (its slow tests are not collected from here)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).with_name("test_lab05.py")
+    spec = importlib.util.spec_from_file_location("lab05_smoke_checks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SMOKE = smoke_module()
+ROUND_TRIP_MS = 1.5  # HTTP on top of the lanes' service time, for the made-up runs
+
+
+def made_up_run(wait_ms) -> dict:
+    """Results of the open-loop steps as a server that follows the model would give them;
+    wait_ms(step, model) is each step's mean wait."""
+    variants = []
+    for s in open_loop_steps():
+        model = driver.open_loop_model(s.extra["arrivals"], s.extra["offered_rate"], 8, 20, s.extra["seconds"])
+        mean = 20 + ROUND_TRIP_MS + wait_ms(s, model)
+        grows = model["wait_grows"]
+        variants.append({
+            "name": s.name, "requests_per_sec": min(s.extra["offered_rate"], 399.0), "mean_ms": mean,
+            "p50_ms": mean, "p90_ms": mean * (1.8 if grows else 1.02 + model["predicted_wait_ms"] / 20),
+            "p99_ms": mean * (2 if grows else 1.05 + model["predicted_wait_ms"] / 10),
+            "max_ms": mean * (2.1 if grows else 1.2 + model["predicted_wait_ms"] / 10),
+            "extra": {k: v for k, v in s.extra.items() if k != "bench_env"} | model})
+    return {"pools": {"pools": {"lanes": {"threads": 8}}, "work_ms": 20}, "variants": variants}
+
+
+def as_predicted(step, model) -> float:
+    return model["predicted_wait_ms"]
+
+
+def test_the_open_loop_checks_pass_a_run_that_follows_the_model():
+    results = made_up_run(as_predicted)
+    SMOKE.check_open_loop_queue_builds_only_past_capacity(results)
+    SMOKE.check_random_arrivals_wait_as_m_d_c_says(results)
+    # A short run's sample wait may be half or one and a half times the long-run mean.
+    for factor in (0.5, 1.5):
+        SMOKE.check_random_arrivals_wait_as_m_d_c_says(made_up_run(lambda s, m: factor * m["predicted_wait_ms"]))
+
+
+def test_the_m_d_c_check_fails_when_both_steps_arrive_evenly():
+    """openload ignoring --arrivals (or the driver not passing it): the Poisson step is an even one."""
+    results = made_up_run(as_predicted)
+    evenly = copy.deepcopy(results)
+    by_name = {v["name"]: v for v in evenly["variants"]}
+    for v in evenly["variants"]:
+        if v["extra"]["arrivals"] == "poisson":
+            twin = by_name[v["name"].replace("poisson", "even")]
+            v.update({k: twin[k] for k in ("mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")})
+    with pytest.raises(AssertionError):
+        SMOKE.check_random_arrivals_wait_as_m_d_c_says(evenly)
+
+
+@pytest.mark.parametrize("factor", (0.2, 4))
+def test_the_m_d_c_check_fails_on_a_wait_the_model_does_not_explain(factor):
+    with pytest.raises(AssertionError):
+        SMOKE.check_random_arrivals_wait_as_m_d_c_says(made_up_run(lambda s, m: factor * m["predicted_wait_ms"]))
+
+
+def test_the_open_loop_check_fails_when_only_one_kind_of_arrivals_ran():
+    results = made_up_run(as_predicted)
+    results["variants"] = [v for v in results["variants"] if v["extra"]["arrivals"] == "even"]
+    with pytest.raises(AssertionError):
+        SMOKE.check_open_loop_queue_builds_only_past_capacity(results)
