@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from pul import report
+from pul.probe import SAMPLES_FOR_P99, describe_tail, probe_p99
 from pul.results import machine_line, markdown_table
 
 from .driver import LANGUAGES
@@ -19,20 +20,27 @@ def summary_notes(results: dict) -> list[str]:
             notes.append(f"{language}: offloading gave {offloaded['requests_per_sec'] / blocking['requests_per_sec']:.1f}x "
                          "the throughput of blocking on the default dispatcher.")
     for v in results["variants"]:
-        if v["probe"]:
-            notes.append(f"{v['name']}: /status answered in {v['probe']['p50_ms']:.1f} ms "
-                         f"(p99 {v['probe']['p99_ms']:.1f} ms) while the load ran.")
+        p = v["probe"]
+        if p and p.get("p50_ms") is not None:
+            notes.append(f"{v['name']}: /status answered in {p['p50_ms']:.1f} ms at the median, "
+                         f"{describe_tail(p)}, while the load ran.")
+        elif p:
+            notes.append(f"{v['name']}: /status never answered while the load ran ({p['failed']:,} failed).")
     return notes
 
 
 def render(results: dict, lab) -> dict[str, str]:
     table = markdown_table(results) + "\n" + machine_line(results) + "\n"
-    probe_rows = ["| variant under load | /status p50 ms | /status p99 ms | /status max ms |",
-                  "|:---|---:|---:|---:|"]
+    probe_rows = ["| variant under load | /status p50 ms | /status p99 ms | /status max ms | answered (n) |",
+                  "|:---|---:|---:|---:|---:|"]
     for v in results["variants"]:
         if v["probe"]:
             p = v["probe"]
-            probe_rows.append(f"| {v['name']} | {p['p50_ms']:.1f} | {p['p99_ms']:.1f} | {p['max_ms']:.1f} |")
+            answered = f"{p['requests']:,}" + (f" of {p['scheduled']:,}" if "scheduled" in p else "")
+            probe_rows.append(f"| {v['name']} | {_ms(p.get('p50_ms'))} | {_ms(probe_p99(p))} "
+                              f"| {_ms(p.get('max_ms'))} | {answered} |")
+    probe_rows.append(f"\nA p99 is shown only from {SAMPLES_FOR_P99} answered probes; below that it would be "
+                      "the maximum under another name.")
     summary = "\n".join(f"- {note}" for note in summary_notes(results)) + "\n"
     return {
         "book/src/generated/lab01-table.md": table,
@@ -74,10 +82,20 @@ def throughput_figure(results: dict) -> str:
                  f"{params['concurrency']} requests in flight")
 
 
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.1f}"
+
+
 def status_figure(results: dict) -> str:
-    """How long a trivial /status took while each variant's load ran (log scale)."""
-    probed = [v for v in results["variants"] if v["probe"]]
-    data = "\n".join(f'"{v["name"]}" {v["probe"]["p50_ms"]:.2f} {v["probe"]["p99_ms"]:.2f}' for v in probed)
+    """How long a trivial /status took while each variant's load ran (log scale): the median, the
+    p99 where enough probes answered to carry one (a gap otherwise), and the maximum."""
+    probed = [v for v in results["variants"] if v["probe"] and v["probe"].get("p50_ms") is not None]
+
+    def row(v: dict) -> str:
+        p, p99 = v["probe"], probe_p99(v["probe"])
+        return (f'"{v["name"]} (n={p["requests"]})" {p["p50_ms"]:.2f} '
+                f'{"?" if p99 is None else f"{p99:.2f}"} {p["max_ms"]:.2f}')
+    data = "\n".join(row(v) for v in probed)
     script = report.svg_header() + f"""
 set title "How long /status took while each variant was under load"
 {report.CLUSTERED_BARS}set ylabel "milliseconds (log scale)"
@@ -85,10 +103,12 @@ set logscale y
 set yrange [0.5:*]
 set grid ytics
 set key top right
+set datafile missing "?"
 $data << EOD
 {data}
 EOD
 plot $data using 2:xtic(1) title "median" linecolor rgb "#2ca02c", \\
-     '' using 3 title "99th percentile" linecolor rgb "#d62728"
+     '' using 3 title "99th percentile (from {SAMPLES_FOR_P99} answers)" linecolor rgb "#d62728", \\
+     '' using 4 title "maximum" linecolor rgb "#7f7f7f"
 """
     return report.gnuplot_svg(script)

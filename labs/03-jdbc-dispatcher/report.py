@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 from pul import report
+from pul.probe import describe_tail, probe_p99
 from pul.results import _fmt, machine_line, markdown_table
 
 from .driver import LOCKSTEP, WIDE_JITTER, mean_value_analysis
@@ -27,9 +28,9 @@ def summary_notes(results: dict) -> list[str]:
         notes.append(f"database.dispatcher gave {ratio:.1f}x the throughput of running the queries "
                      "on the default dispatcher.")
     for v in results["variants"]:
-        if v.get("probe") and v["probe"].get("p99_ms") is not None:
-            notes.append(f"{v['name']}: /status answered in {v['probe']['p50_ms']:.1f} ms "
-                         f"(p99 {v['probe']['p99_ms']:.1f} ms) while the load ran.")
+        if v.get("probe") and v["probe"].get("p50_ms") is not None:
+            notes.append(f"{v['name']}: /status answered in {v['probe']['p50_ms']:.1f} ms at the median, "
+                         f"{describe_tail(v['probe'])}, while the load ran.")
     return notes
 
 def render(results: dict, lab) -> dict[str, str]:
@@ -85,6 +86,15 @@ def _database_line(results: dict) -> str:
     return f"Database: {version}{settings}, {_where(results['params'])}."
 
 
+def _status_tail(probe: dict | None) -> str:
+    """The probe's p99 and its n; the maximum instead when too few probes answered for a p99."""
+    if not probe or probe.get("max_ms") is None:
+        return "–"
+    p99 = probe_p99(probe)
+    n = f"(n={probe['requests']:,})"
+    return f"{_fmt(p99, 1)} {n}" if p99 is not None else f"max {_fmt(probe['max_ms'], 1)} {n}"
+
+
 def _extra(v: dict, key: str, digits: int = 0) -> str:
     return _fmt((v.get("extra") or {}).get(key), digits)
 
@@ -98,7 +108,7 @@ TABLE_COLUMNS = [
     ("p99 ms", lambda v: _fmt(v["p99_ms"], 1), True),
     ("failed", lambda v: _fmt(v["failed"]), True),
     ("non-2xx (timeouts)", lambda v: _fmt(v["non_2xx"]), True),
-    ("/status p99 ms", lambda v: _fmt((v.get("probe") or {}).get("p99_ms"), 1), True),
+    ("/status p99 ms (n)", lambda v: _status_tail(v.get("probe")), True),
     ("Play CPU", lambda v: f"{v['server_cpu_utilization']:.0%}" if v.get("server_cpu_utilization") is not None else "–", True),
     ("PostgreSQL CPU", lambda v: f"{v['extra']['postgres_cpu_utilization']:.0%}"
      if (v.get("extra") or {}).get("postgres_cpu_utilization") is not None else "–", True),
@@ -107,7 +117,7 @@ TABLE_COLUMNS = [
     ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
 ]
 
-SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", "/status p99 ms")]
+SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", "/status p99 ms (n)")]
 SWEEP_COLUMNS[1] = ("pool (connections = threads)", lambda v: _extra(v, "pool_size"), True)
 SWEEP_COLUMNS.insert(-1, ("with queueing req/s", lambda v: _extra(v, "queueing_requests_per_sec"), True))
 

@@ -119,6 +119,25 @@ def summarize(latencies_ms: list[float], failed: int, not_sent: int, scheduled: 
             "max_ms": round(ordered[-1], 2) if ordered else None}
 
 
+def probe_p99(record: dict) -> float | None:
+    """A probe record's p99, or None when it had too few answers to carry one (a record from
+    before the open loop has a p99 at any size: the same threshold applies to it)."""
+    if record.get("p99_ms") is None or record.get("requests", 0) < record.get("samples_for_p99", SAMPLES_FOR_P99):
+        return None
+    return record["p99_ms"]
+
+
+def describe_tail(record: dict) -> str:
+    """'p99 12.3 ms (n=140)', or 'max 227.7 ms (n=51)' when n is too small for a p99."""
+    n = f"n={record.get('requests', 0):,}"
+    p99 = probe_p99(record)
+    if p99 is not None:
+        return f"p99 {p99:,.1f} ms ({n})"
+    if record.get("max_ms") is not None:
+        return f"max {record['max_ms']:,.1f} ms ({n})"
+    return f"no answer ({n})"
+
+
 def _cpu_seconds(select) -> float:
     """User + system CPU time of every live process for which select(pid, stat fields) holds."""
     total = 0
