@@ -63,16 +63,22 @@ class Step:
     probe: str | None = None
     keep_alive: bool = False
     warmup_requests: int | None = None
+    # Seconds a warm-up round lasts at most (None: as long as a measured run, `seconds`).
+    warmup_seconds: int | None = None
     # Warm-up rounds repeat until two in a row agree within `warmup_settled` (a share), after at
-    # least `warmup_min_rounds` and at most `warmup_max_rounds`. CPU-bound steps need it tighter:
-    # the JIT keeps speeding the server up for tens of seconds.
+    # least `warmup_min_rounds` and at most `warmup_max_rounds`, and the last round kept the JIT
+    # compiler busy for at most `warmup_jit_quiet` of it (the app's /pools reports
+    # jit_compile_seconds; None: do not wait for it). On one core the JIT takes tens of seconds,
+    # and two rounds can agree by chance while it is still speeding the server up.
+    # warmup_max_rounds = 1: a single round, no settling (a step measured right after another
+    # that warmed the server up; the round still calibrates it).
     warmup_settled: float = 0.10
     warmup_min_rounds: int = 2
-    warmup_max_rounds: int = 6
-    # If set, the last round must also have kept the JIT compiler busy for at most this share of
-    # it (the app's /pools reports jit_compile_seconds). On one core the JIT takes tens of
-    # seconds, and two rounds can agree by chance while it is still speeding the server up.
-    warmup_jit_quiet: float | None = None
+    warmup_max_rounds: int = 8
+    warmup_jit_quiet: float | None = 0.10
+    # Calibrate the CPU bounds before the measured run (pul.model): the last round run at this
+    # step's settings gives the server's and the load generator's CPU per request.
+    calibrate: bool = True
     # Measured runs of this step, each with every tool in load_tools ("ab", "wrk"). With more than
     # one run, the variant's numbers come from the median run of the first tool, and every run is
     # kept under extra["runs"] (spread, and whether ab or the server was the limit).
@@ -106,6 +112,11 @@ class Prediction:
     facts: dict = field(default_factory=dict)
     # The time one request holds a thread, when the model found it (else the step's service_ms).
     service_ms: float | None = None
+    # The resource `requests_per_sec` is the bound of (pul.model's names: "threads", "database CPU"...).
+    bound_by: str | None = None
+    # Every bound the model knows, {resource: requests/s}, and how each was worked out.
+    bounds: dict = field(default_factory=dict)
+    arithmetic: dict = field(default_factory=dict)
 
 
 class Lab:
@@ -192,18 +203,21 @@ class Lab:
 
     # -- prediction -------------------------------------------------------
     def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
-        """Little's law: throughput <= min(concurrency, threads) / service time."""
+        """Little's law: throughput <= min(concurrency, threads) / service time. The driver adds
+        the CPU bounds (pul.model) and predicts the smallest."""
         if step.service_ms is None:
-            return Prediction(None, "no prediction")
+            return Prediction(None, "no bound of the lab's own")
         if step.pool is None:
             in_service = step.concurrency
             why = f"{step.concurrency} in flight (no pool bound)"
+            bound_by = "requests in flight"
         else:
             threads = pools["pools"][step.pool]["threads"]
             in_service = min(step.concurrency, threads)
             why = f"min({step.concurrency} in flight, {threads} {step.pool} threads)"
+            bound_by = "threads" if threads is not None and threads < step.concurrency else "requests in flight"
         return Prediction(round(in_service / (step.service_ms / 1000.0), 1),
-                          f"{why} / {step.service_ms:g} ms")
+                          f"{why} / {step.service_ms:g} ms", bound_by=bound_by)
 
     def verify_step(self, step: Step, server, record: dict, services: Services) -> None:
         """After a step is measured: check the server really ran what the step meant to measure

@@ -56,7 +56,66 @@ def play_version(lab_dir: Path) -> str | None:
     return match.group(1) if match else None
 
 
-def facts(lab_dir: Path, pinning: dict, ab: str | None) -> dict:
+def _cpu_times() -> list[int] | None:
+    """The aggregate `cpu` line of /proc/stat: user nice system idle iowait irq softirq steal ..."""
+    line = _read("/proc/stat").split("\n", 1)[0].split()
+    return [int(x) for x in line[1:9]] if line and line[0] == "cpu" else None
+
+
+class StealMeter:
+    """The share of all CPU time the hypervisor gave to other guests (steal) since it was made:
+    on a virtual machine, a busy neighbour shows here, not in the load average."""
+
+    def __init__(self):
+        self.start = _cpu_times()
+
+    def share(self) -> float | None:
+        end = _cpu_times()
+        if not self.start or not end:
+            return None
+        total = sum(end) - sum(self.start)
+        return round((end[7] - self.start[7]) / total, 4) if total > 0 else None
+
+
+def load_average() -> float:
+    """The 1-minute load average: about how many programs wanted a core, lately."""
+    return round(os.getloadavg()[0], 2)
+
+
+# A run that starts above this load average shares the machine: its numbers are not a quiet
+# machine's, and the driver says so.
+BUSY_LOAD = 1.0
+
+
+def busy_warning(load: float) -> str | None:
+    if load < BUSY_LOAD:
+        return None
+    return (f"the machine is busy (load average {load:g}, {os.cpu_count()} cores): other programs compete with "
+            "the server and the load generator, so the measurement will be lower and noisier than the model. "
+            "Close them and run again for numbers to keep")
+
+
+def jvm_flags(java: str, jvm_options: list[str], cpus: str | None) -> dict:
+    """What HotSpot chose with these options on these cores: its collector and thread counts
+    (java -XX:+PrintFlagsFinal, run exactly as the server is: same options, same taskset)."""
+    command = [java, *jvm_options, "-XX:+PrintFlagsFinal", "-version"]
+    if cpus is not None and shutil.which("taskset"):
+        command = ["taskset", "-c", cpus, *command]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    flags = dict(re.findall(r"^\s*\S+\s+(\w+)\s+[:]?=\s*(\S+)", out, re.M))
+    collectors = [name for name, flag in (("G1", "UseG1GC"), ("Serial", "UseSerialGC"), ("Parallel", "UseParallelGC"),
+                                          ("ZGC", "UseZGC"), ("Shenandoah", "UseShenandoahGC")) if flags.get(flag) == "true"]
+    return {"options": jvm_options, "gc": collectors[0] if collectors else None,
+            **{key: int(flags[name]) for key, name in (("compiler_threads", "CICompilerCount"),
+                                                        ("parallel_gc_threads", "ParallelGCThreads"),
+                                                        ("concurrent_gc_threads", "ConcGCThreads"))
+               if flags.get(name, "").isdigit()}}
+
+
+def facts(lab_dir: Path, pinning: dict, ab: str | None, load_at_start: float | None = None) -> dict:
     return {
         "cpu_model": cpu_model(),
         "cores": os.cpu_count(),
@@ -65,6 +124,7 @@ def facts(lab_dir: Path, pinning: dict, ab: str | None) -> dict:
         "jdk": jdk_version(),
         "play": play_version(lab_dir),
         "ab": ab_version(ab),
-        "load_average_at_start": round(os.getloadavg()[0], 2),
+        # Taken before the build: what the machine was doing before this run added its own work.
+        "load_average_at_start": load_at_start if load_at_start is not None else load_average(),
         "pinning": pinning,
     }

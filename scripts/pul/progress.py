@@ -50,3 +50,38 @@ class Progress:
 
     def elapsed(self) -> float:
         return time.monotonic() - self._started
+
+
+def clock(seconds: float) -> str:
+    """12 s, 3m05s."""
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class Eta:
+    """Time left of a run: a plan of phases (a server start, a step's warm-up, a step's
+    measurement), each with the seconds it should take; the phase under way counts what is
+    left of its own estimate, or nothing once it overruns (a warm-up still settling)."""
+
+    def __init__(self, phases: list[tuple[str, float]], now=None):
+        import time as _time
+        self._now = now or _time.monotonic
+        self.phases = phases
+        self.index = {key: i for i, (key, _) in enumerate(phases)}
+        self.current = 0
+        self.started = self._now()
+
+    def begin(self, key: str) -> None:
+        if key in self.index:
+            self.current = self.index[key]
+            self.started = self._now()
+
+    def seconds_left(self) -> float:
+        if not self.phases:
+            return 0.0
+        own = max(0.0, self.phases[self.current][1] - (self._now() - self.started))
+        return own + sum(seconds for _, seconds in self.phases[self.current + 1:])
+
+    def left(self) -> str:
+        """' [phase 4/12, about 1m20s left]', for a progress line."""
+        return f" [{self.current + 1}/{len(self.phases)}, about {clock(self.seconds_left())} left]"

@@ -174,8 +174,11 @@ STANDARD_COLUMNS = [
     ("non-2xx", lambda v: _fmt(v["non_2xx"]), True),
     ("server CPU", lambda v: f"{v['server_cpu_utilization']:.0%}" if v.get("server_cpu_utilization") is not None else "–", True),
     ("predicted req/s", lambda v: _fmt(v["predicted_requests_per_sec"], 0), True),
+    ("bound by", lambda v: _fmt(v.get("bound_by")), False),
     ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
 ]
+# The model's columns, for a lab's own table_columns() to end with.
+MODEL_COLUMNS = STANDARD_COLUMNS[-3:]
 
 
 def rows(results: dict, columns=None) -> tuple[list[str], list[list[str]], list[bool]]:
@@ -213,6 +216,10 @@ def machine_line(results: dict) -> str:
         # The machine facts are the load generator's; the server ran elsewhere.
         pinning = (f"load generator only, against the server at {results['target']} on another machine "
                    f"({results['pools'].get('available_processors', '?')} processors available to its JVM)")
+    jvm = m.get("server_jvm") or {}
+    gc = (f"; server JVM: {jvm['gc']} GC, {m.get('server_available_processors', '?')} processor(s) available"
+          if jvm.get("gc") else "")
+    mode = f"; {results['mode']} mode" if results.get("mode") else ""
     return (f"Measured {results['started_at'][:10]} on {m['cpu_model']} ({m['cores']} cores, "
-            f"{m['memory_gib']} GiB), {m['os']}, {m['jdk']}, Play {m['play']}, ab {m['ab']}; {pinning}; "
-            f"load average {m['load_average_at_start']} at start.")
+            f"{m['memory_gib']} GiB), {m['os']}, {m['jdk']}, Play {m['play']}, ab {m['ab']}; {pinning}{gc}; "
+            f"load average {m['load_average_at_start']} at start{mode}.")

@@ -8,10 +8,10 @@ import os
 import resource
 import shlex
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import limits, machine, report, results, tools
+from . import limits, machine, model, report, results, tools
 from .ab import BenchRun, LoadResult
 from .wrk import WrkRun
 from .checks import parse_cpu_list
@@ -19,7 +19,7 @@ from .errors import ServerFailed, UsageError
 from .lab import Lab, Services, Step
 from .probe import StatusPoller
 from .procs import Children, open_private, private_dir, run_id
-from .progress import Progress
+from .progress import Eta, Progress
 from .remote import RemoteServer, Skipped, describe_skipped, server_properties
 from .server import Server, build, check_port, free_port
 from .watchdog import clean_leftovers
@@ -123,54 +123,69 @@ class Context:
 
 
 def _bench(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, children: Children,
-           requests: int, output: Path, tool: str = "ab") -> BenchRun:
+           requests: int, output: Path, tool: str = "ab", seconds: int | None = None) -> BenchRun:
     runner = {"ab": BenchRun, "wrk": WrkRun}.get(tool)
     if runner is None:
         raise UsageError(f"unknown load tool {tool!r} in step {step.name} (ab or wrk)")
-    extra = {"duration": step.seconds or 10} if tool == "wrk" else {}
+    seconds = seconds or step.seconds
+    extra = {"duration": seconds or 10} if tool == "wrk" else {}
     return runner(children, lab.bench, step.endpoint, server.base_url, step.concurrency, requests,
-                  step.seconds or options.time_limit, output, pin["load_cpus"], keep_alive=step.keep_alive,
+                  seconds or options.time_limit, output, pin["load_cpus"], keep_alive=step.keep_alive,
                   extra_env=step.extra.get("bench_env"), **extra).start()
 
 
 def _jit_seconds(server: Server, step: Step) -> float:
-    value = server.pools().get("jit_compile_seconds")
+    """The JIT compiler's running total: its threads' CPU time where the driver can read them (a
+    server it started), else the compile time the app's /pools reports (a remote server)."""
+    reader = getattr(server, "jit_cpu_seconds", None)
+    value = reader() if reader else None
+    if value is None:
+        value = server.pools().get("jit_compile_seconds")
     if value is None:
         raise ServerFailed(f"{step.name} waits for the JIT to go quiet, but the server's /pools does not "
                            "report jit_compile_seconds")
     return float(value)
 
 
+def _round_seconds(step: Step, options: RunOptions) -> int:
+    return step.warmup_seconds or step.seconds or options.time_limit
+
+
 def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
-            children: Children, progress: Progress) -> dict | None:
-    """Repeat warm-up rounds until two in a row agree (see Step.warmup_settled) and, if the step
-    asks, the JIT compiler was nearly idle in the last one. Returns what each round measured."""
+            children: Children, progress: Progress, eta: Eta | None = None) -> dict | None:
+    """Repeat warm-up rounds until two in a row agree (see Step.warmup_settled) and the JIT
+    compiler was nearly idle in the last one. Returns what each round measured, its CPU per
+    request included: the last round calibrates the step (pul.model)."""
     warmup = options.warmup if options.warmup is not None else (
         step.warmup_requests if step.warmup_requests is not None else max(200, step.requests // 5))
     if warmup <= 0:
         return None
     rounds: list[dict] = []
     previous = None
+    single = step.warmup_max_rounds == 1
     # The JIT's running total; each round's reading after it is the next round's start.
-    jit_mark = _jit_seconds(server, step) if step.warmup_jit_quiet is not None else None
+    jit_mark = _jit_seconds(server, step) if step.warmup_jit_quiet is not None and not single else None
     for round_number in range(1, step.warmup_max_rounds + 1):
-        progress.step(f"{step.name}: warm-up round {round_number} ({warmup} requests, c={step.concurrency})"
+        what = "calibration round" if single else f"warm-up round {round_number}"
+        progress.step(f"{step.name}: {what} ({_round_seconds(step, options)} s at most, c={step.concurrency})"
                       + (f"; last: {previous:,.0f} req/s" if previous is not None else "")
-                      + (f", JIT threads busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else ""))
+                      + (f", JIT threads busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else "")
+                      + (eta.left() if eta else ""))
         started = time.monotonic()
-        run = _bench(lab, step, server, options, pin, children, warmup, raw_dir / f"{step.name}.warmup.txt")
-        run.wait(progress, server.alive, "warm-up")
-        _check_alive(server, step)
-        rate = run.result().requests_per_sec
-        this_round = {"requests_per_sec": rate}
+        result, cpu = _run_once(lab, step, server, options, pin, children, progress, warmup,
+                                raw_dir / f"{step.name}.warmup.txt", "ab", "warm-up",
+                                seconds=_round_seconds(step, options))
+        this_round = {"requests_per_sec": result.requests_per_sec, "complete": result.complete,
+                      **_per_request(cpu, result.complete)}
         if jit_mark is not None:
             jit_now = _jit_seconds(server, step)
-            this_round["jit_share"] = round((jit_now - jit_mark) / (time.monotonic() - started), 3)
+            this_round["jit_share"] = round(max(0.0, jit_now - jit_mark) / (time.monotonic() - started), 3)
             jit_mark = jit_now
         rounds.append(this_round)
-        settled = (previous is not None and round_number >= step.warmup_min_rounds
-                   and abs(rate - previous) <= step.warmup_settled * previous
-                   and this_round.get("jit_share", 0.0) <= (step.warmup_jit_quiet or 0.0))
+        rate = result.requests_per_sec
+        settled = single or (previous is not None and round_number >= step.warmup_min_rounds
+                             and abs(rate - previous) <= step.warmup_settled * previous
+                             and this_round.get("jit_share", 0.0) <= (step.warmup_jit_quiet or 0.0))
         if settled:
             return {"settled": True, "rounds": rounds}
         previous = rate
@@ -178,6 +193,44 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     progress.note(f"{step.name}: the warm-up did not settle in {step.warmup_max_rounds} rounds "
                   f"(last rounds: {last} req/s); measuring anyway, the results record it")
     return {"settled": False, "rounds": rounds}
+
+
+def _per_request(cpu: dict, complete: int) -> dict:
+    """A run's server and load-generator CPU per request, in ms."""
+    if not complete:
+        return {"server_cpu_ms": None, "load_cpu_ms": None}
+    return {"server_cpu_ms": round(cpu["cpu_seconds"] * 1000 / complete, 4),
+            "load_cpu_ms": round(cpu["load_cpu_seconds"] * 1000 / complete, 4)}
+
+
+def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, raw_dir: Path,
+                children: Children, progress: Progress, warmup: dict | None, fresh: bool,
+                pools: dict, eta: Eta | None = None) -> dict | None:
+    """CPU per request of the server and the load generator, from the last round run at this
+    step's settings before its measured run: the step's last warm-up round if nothing ran since
+    (`fresh`), else one round more. Its spread: the last two rounds."""
+    if not step.calibrate:
+        return None
+    rounds = list((warmup or {}).get("rounds", []))
+    if not fresh or not rounds:
+        one = replace(step, warmup_max_rounds=1, warmup_requests=step.warmup_requests or max(200, step.requests // 5))
+        extra = warm_up(lab, one, server, replace(options, warmup=None), pin, raw_dir, children, progress, eta)
+        rounds += (extra or {}).get("rounds", [])
+    last = [r for r in rounds[-2:] if r.get("server_cpu_ms") is not None]
+    if not last:
+        return None
+    tool_threads = model.TOOL_THREADS.get(step.load_tools[0], 1)
+    load_cores = min(tool_threads, len(parse_cpu_list(pin["load_cpus"]))) if pin.get("load_cpus") else tool_threads
+    # Cores the server may use: as its JVM sees them (taskset, a container's quota).
+    server_cores = pools.get("available_processors")
+    return {
+        "server_cpu_ms": last[-1]["server_cpu_ms"], "load_cpu_ms": last[-1]["load_cpu_ms"],
+        "server_cores": server_cores if server.cpu_source else None, "load_cores": load_cores,
+        "requests_per_sec": last[-1]["requests_per_sec"],
+        "server_cpu_ms_spread": [min(r["server_cpu_ms"] for r in last), max(r["server_cpu_ms"] for r in last)],
+        "load_cpu_ms_spread": [min(r["load_cpu_ms"] for r in last), max(r["load_cpu_ms"] for r in last)],
+        "rounds": len(last),
+    }
 
 
 def _idle_seconds(cpus: str | None) -> float | None:
@@ -207,46 +260,56 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, children: Children,
+              progress: Progress, requests: int, output: Path, tool: str, what: str,
+              seconds: int | None = None, poller: StatusPoller | None = None) -> tuple[LoadResult, dict]:
+    """One run of a load tool, with the CPU the server and the load generator used meanwhile."""
+    cpu_before, clock_before = server.cpu_seconds(), time.monotonic()
+    load_before, idle_before = _children_cpu_seconds(), _idle_seconds(pin["server_cpus"])
+    load_idle_before = _idle_seconds(pin["load_cpus"])
+    main = _bench(lab, step, server, options, pin, children, requests, output, tool, seconds)
+    if poller and not poller.is_alive():
+        poller.start()
+    main.wait(progress, server.alive, what)
+    cpu_used, elapsed = server.cpu_seconds() - cpu_before, time.monotonic() - clock_before
+    # ab/wrk have been waited for: their CPU time is now in RUSAGE_CHILDREN.
+    load_used = _children_cpu_seconds() - load_before
+    idle_after = _idle_seconds(pin["server_cpus"])
+    load_idle = _idle_share(load_idle_before, _idle_seconds(pin["load_cpus"]), elapsed, pin["load_cpus"])
+    _check_alive(server, step)
+    return main.result(), {
+        "cpu_seconds": round(cpu_used, 3),
+        "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None,
+        "load_cpu_seconds": round(load_used, 3),
+        "load_utilization": round(load_used / elapsed, 2) if elapsed > 0 else None,
+        "server_cores_idle": _idle_share(idle_before, idle_after, elapsed, pin["server_cpus"]),
+        # Everything on the load generator's cores (ab, the driver, a lab's database).
+        "load_cores_busy": None if load_idle is None else round(1 - load_idle, 2)}
+
+
 def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
-            children: Children, progress: Progress) -> tuple[LoadResult, dict | None, dict, list[dict]]:
+            children: Children, progress: Progress, eta: Eta | None = None
+            ) -> tuple[LoadResult, dict | None, dict, list[dict]]:
     """Every run of a step (repeat x load_tools); the variant's numbers come from the median
     run of the first tool. Returns (that run, probe, its CPU, every run as a dict)."""
     single = step.repeat == 1 and tuple(step.load_tools) == ("ab",)
     poller = StatusPoller(server.base_url + step.probe) if step.probe else None
     runs: list[tuple[LoadResult, dict, Path, str, int]] = []
+    steal = machine.StealMeter()
     for repetition in range(1, step.repeat + 1):
         for tool in step.load_tools:
             what = f"{step.seconds} s" if step.seconds else f"{step.requests} requests"
             progress.step(f"{step.name}: measuring with {tool}"
                           + ("" if single else f", run {repetition}/{step.repeat}")
-                          + f" ({what}, c={step.concurrency})")
+                          + f" ({what}, c={step.concurrency})" + (eta.left() if eta else ""))
             output = raw_dir / (f"{step.name}.ab.txt" if single else f"{step.name}.{tool}.{repetition}.txt")
-            cpu_before, clock_before = server.cpu_seconds(), time.monotonic()
-            load_before, idle_before = _children_cpu_seconds(), _idle_seconds(pin["server_cpus"])
-            load_idle_before = _idle_seconds(pin["load_cpus"])
-            main = _bench(lab, step, server, options, pin, children, step.requests, output, tool)
-            if poller and not poller.is_alive() and not runs:
-                poller.start()
-            main.wait(progress, server.alive)
-            cpu_used, elapsed = server.cpu_seconds() - cpu_before, time.monotonic() - clock_before
-            # ab/wrk have been waited for: their CPU time is now in RUSAGE_CHILDREN.
-            load_used = _children_cpu_seconds() - load_before
-            idle_after = _idle_seconds(pin["server_cpus"])
-            load_idle_after = _idle_seconds(pin["load_cpus"])
-            load_idle = _idle_share(load_idle_before, load_idle_after, elapsed, pin["load_cpus"])
-            _check_alive(server, step)
-            cpu = {"cpu_seconds": round(cpu_used, 2),
-                   "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None,
-                   "load_cpu_seconds": round(load_used, 2),
-                   "load_utilization": round(load_used / elapsed, 2) if elapsed > 0 else None,
-                   "server_cores_idle": _idle_share(idle_before, idle_after, elapsed, pin["server_cpus"]),
-                   # Everything on the load generator's cores (ab, the driver, a lab's database).
-                   "load_cores_busy": None if load_idle is None else round(1 - load_idle, 2)}
-            runs.append((main.result(), cpu, output, tool, repetition))
+            result, cpu = _run_once(lab, step, server, options, pin, children, progress, step.requests, output,
+                                    tool, "measured run", poller=None if runs else poller)
+            runs.append((result, cpu, output, tool, repetition))
     probe = poller.finish() if poller else None
     first_tool = [r for r in runs if r[3] == step.load_tools[0]]
     result, cpu, output, _, _ = sorted(first_tool, key=lambda r: r[0].requests_per_sec)[(len(first_tool) - 1) // 2]
-    cpu = {**cpu, "output": output}
+    cpu = {**cpu, "output": output, "steal_share": steal.share()}
     records = [] if single else [run_record(*r, raw_dir.parent) for r in runs]
     return result, probe, cpu, records
 
@@ -277,8 +340,9 @@ def _check_alive(server: Server, step: Step) -> None:
 
 
 def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None, cpu: dict, pools: dict,
-                   params: dict, raw_dir: Path, results_dir: Path) -> dict:
-    prediction = lab.predict(step, pools, params)
+                   params: dict, raw_dir: Path, results_dir: Path, calibrated: dict | None = None) -> dict:
+    prediction = model.combine(lab.predict(step, pools, params), calibrated, step.concurrency,
+                               open_loop="RATE" in (step.extra.get("bench_env") or {}))
     predicted = prediction.requests_per_sec
     record = {
         "name": step.name,
@@ -298,6 +362,11 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
         "predicted_requests_per_sec": predicted,
         "measured_over_predicted": round(result.requests_per_sec / predicted, 3) if predicted else None,
         "prediction": prediction.explanation,
+        # The resource the prediction is the bound of, and every bound the model knows.
+        "bound_by": prediction.bound_by,
+        "bounds": prediction.bounds,
+        "bounds_arithmetic": prediction.arithmetic,
+        "calibration": calibrated,
         "pool": step.pool,
         "pool_threads": pools["pools"][step.pool]["threads"] if step.pool else None,
         "service_ms": prediction.service_ms if prediction.service_ms is not None else step.service_ms,
@@ -310,8 +379,13 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
         "server_cpu_seconds": cpu["cpu_seconds"],
         "server_cpu_utilization": cpu["utilization"],
         "server_cpu_ms_per_request": round(cpu["cpu_seconds"] * 1000 / result.complete, 3) if result.complete else None,
+        "load_cpu_ms_per_request": round(cpu["load_cpu_seconds"] * 1000 / result.complete, 3) if result.complete else None,
         # Share of the load generator's cores busy with anything (None: not pinned).
         "load_cores_busy": cpu.get("load_cores_busy"),
+        # The machine while this step ran: its 1-minute load average just before, and the share
+        # of all CPU time the hypervisor gave to other guests (steal) during the measured runs.
+        "load_average_before": cpu.get("load_average_before"),
+        "cpu_steal_share": cpu.get("steal_share"),
         "probe": None if probe is None else {"path": step.probe, **probe},
         "extra": {**{k: v for k, v in step.extra.items() if k != "bench_env"}, **prediction.facts},
     }
@@ -320,8 +394,13 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
 
 def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     """Measure the lab's chosen variants; write, print and return the results."""
+    # Before the build and before anything of ours runs: is the machine quiet?
+    load_at_start = machine.load_average()
     clean_leftovers()
     progress = Progress(quiet=options.quiet)
+    busy = machine.busy_warning(load_at_start)
+    if busy:
+        progress.note("warning: " + busy)
     children = Children()
     token = run_id()
     started = results.utc_now()
@@ -356,7 +435,13 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         "duration_s": int((finished - started).total_seconds()),
         "command": "scripts/lab " + " ".join(shlex.quote(a) for a in argv),
         "run_id": token,
-        "machine": machine.facts(lab.dir, pin, found.get("ab")),
+        "machine": {**machine.facts(lab.dir, pin, found.get("ab"), load_at_start),
+                    # The JVM as the server saw it: its cores (/pools) and what HotSpot chose.
+                    "server_available_processors": pools.get("available_processors"),
+                    "server_jvm": None if remote else machine.jvm_flags("java", list(Server.JVM_OPTIONS),
+                                                                        pin["server_cpus"])},
+        # "default" (a workshop's few minutes) or "thorough" (the lab's longer run, for the book).
+        "mode": params.get("mode", "default"),
         "params": params,
         "settings": options.settings,
         "target": remote.base_url if remote else None,
@@ -412,6 +497,29 @@ def _tools_and_limits(lab: Lab, steps: list[Step], options: RunOptions, remote: 
     return found
 
 
+# Seconds a server takes to start and answer (a staged Play server on one core: 6-14 s).
+SERVER_START_SECONDS = 10
+# A measured run without a time limit of its own: a guess for the time left.
+UNTIMED_RUN_SECONDS = 6
+
+
+def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
+    """The run's phases and their expected seconds, for the time left (pul.progress.Eta): warm-up
+    rounds at their minimum count, one calibration round where a group has several steps."""
+    phases: list[tuple[str, float]] = []
+    for number, (_, group) in enumerate(group_by_server(steps)):
+        phases.append((f"start {number}", SERVER_START_SECONDS))
+        for step in group:
+            warms = options.warmup != 0 and step.warmup_requests != 0
+            phases.append((f"warm {step.name}", _round_seconds(step, options) * step.warmup_min_rounds if warms else 0))
+        for step in group:
+            run_seconds = step.seconds or UNTIMED_RUN_SECONDS
+            calibrating = step.calibrate and (len(group) > 1 or step.warmup_requests == 0)
+            phases.append((f"measure {step.name}", run_seconds * step.repeat * len(step.load_tools)
+                           + (_round_seconds(step, options) if calibrating else 0)))
+    return phases
+
+
 def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions, pin: dict,
                  remote: RemoteServer | None, where: Where, children: Children,
                  progress: Progress) -> tuple[dict, list[dict]]:
@@ -423,8 +531,10 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
                         else lab.services(Context(children, progress, where.work_dir), params))
     variants: list[dict] = []
     first_pools: dict = {}
+    eta = Eta(plan(steps, options))
     with started_services as services:
-        for setup, group in group_by_server(steps):
+        for number, (setup, group) in enumerate(group_by_server(steps)):
+            eta.begin(f"start {number}")
             server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
                                       pin["server_cpus"],
                                       server_properties(lab, params, setup, options.settings, services.properties),
@@ -434,7 +544,7 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
                 pools = lab.inspect_server(server, services)
                 first_pools = first_pools or pools
                 variants += _measure_group(lab, params, group, server, services, pools, options, pin, where,
-                                           children, progress)
+                                           children, progress, eta)
             finally:
                 server.stop(children)
     return first_pools, variants
@@ -442,16 +552,24 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
 
 def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: Services, pools: dict,
                    options: RunOptions, pin: dict, where: Where, children: Children,
-                   progress: Progress) -> list[dict]:
-    """The steps that share one server: warm every one up first, then measure each."""
+                   progress: Progress, eta: Eta) -> list[dict]:
+    """The steps that share one server: warm every one up first, then calibrate and measure each."""
     # The JIT's work for one variant speeds up the others, so measuring right after each one's
     # own warm-up would favour whichever runs last.
-    warmups = {step.name: warm_up(lab, step, server, options, pin, where.raw_dir, children, progress)
-               for step in group}
+    warmups = {}
+    for step in group:
+        eta.begin(f"warm {step.name}")
+        warmups[step.name] = warm_up(lab, step, server, options, pin, where.raw_dir, children, progress, eta)
     records = []
     for step in group:
-        result, probe, cpu, runs = measure(lab, step, server, options, pin, where.raw_dir, children, progress)
-        record = variant_record(lab, step, result, probe, cpu, pools, params, where.raw_dir, where.results_dir)
+        eta.begin(f"measure {step.name}")
+        load_before = round(os.getloadavg()[0], 2)
+        # Only a step that warmed up last, right before, can use its last warm-up round.
+        calibrated = calibration(lab, step, server, options, pin, where.raw_dir, children, progress,
+                                 warmups[step.name], len(group) == 1, pools, eta)
+        result, probe, cpu, runs = measure(lab, step, server, options, pin, where.raw_dir, children, progress, eta)
+        record = variant_record(lab, step, result, probe, {**cpu, "load_average_before": load_before}, pools,
+                                params, where.raw_dir, where.results_dir, calibrated)
         if runs:
             record["extra"]["runs"] = runs
         if warmups[step.name] is not None:
@@ -498,7 +616,8 @@ def _print_step(record: dict, progress: Progress) -> None:
     text = (f"{record['name']}: {record['requests_per_sec']:,.0f} req/s, mean {record['mean_ms']:.1f} ms, "
             f"p99 {record['p99_ms']:.1f} ms")
     if record["predicted_requests_per_sec"]:
-        text += f" (predicted {record['predicted_requests_per_sec']:,.0f}, ratio {record['measured_over_predicted']:.2f})"
+        text += (f" (predicted {record['predicted_requests_per_sec']:,.0f}, bound by {record['bound_by']}, "
+                 f"ratio {record['measured_over_predicted']:.2f})")
     if record["failed"] or record["non_2xx"]:
         text += f" -- {record['failed']} FAILED, {record['non_2xx']} non-2xx"
     progress.note(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import html
 import json
@@ -209,6 +210,11 @@ class Server:
 
     # Where measure() gets the server's CPU time: its process group, in /proc.
     cpu_source = "proc"
+    # The collector, explicitly: pinned to one core, HotSpot would call the machine "not server
+    # class" and pick Serial (gcConfig.cpp, select_gc_ergonomically; os.cpp,
+    # is_server_class_machine: at least 2 processors and ~1.8 GB). Production Play servers have
+    # more cores and get G1, so the labs run what production runs.
+    JVM_OPTIONS = ("-XX:+UseG1GC",)
 
     def __init__(self, script: Path, port: int, log_path: Path, server_cpus: str | None,
                  properties: dict[str, str], heap: str = "1g", host: str = "127.0.0.1",
@@ -238,6 +244,7 @@ class Server:
             **self.properties,
         }
         args = [str(self.script), f"-J-Xms{self.heap}", f"-J-Xmx{self.heap}",
+                *(f"-J{option}" for option in self.JVM_OPTIONS),
                 *(f"-D{k}={v}" for k, v in props.items())]
         if self.server_cpus is not None:
             args = ["taskset", "-c", self.server_cpus, *args]
@@ -286,6 +293,22 @@ class Server:
     def cpu_seconds(self) -> float:
         """CPU time the server has used so far (its whole process group)."""
         return group_cpu_seconds(self.child.pid) if self.child else 0.0
+
+    def jit_cpu_seconds(self) -> float | None:
+        """CPU time of the JVM's JIT compiler threads so far ("C1/C2 CompilerThread", in /proc),
+        or None if it has none to read. CPU, not the elapsed compile time /pools reports: on a
+        busy core a compile takes long while using little of it."""
+        if self.child is None:
+            return None
+        ticks, found = 0, False
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{self.child.pid}/task").iterdir():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    if "CompilerThre" in (task / "comm").read_text():
+                        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                        ticks += int(fields[11]) + int(fields[12])
+                        found = True
+        return ticks / os.sysconf("SC_CLK_TCK") if found else None
 
     def log_tail(self, lines: int = 25) -> str:
         return _tail(self.log_path, lines)

@@ -34,11 +34,13 @@ class FakeServer:
 def _warm_up(monkeypatch, rates, step, server):
     rates = list(rates)
 
-    def fake_bench(*_args, **_kwargs):
+    def fake_run(*_args, **_kwargs):
         rate = rates.pop(0)
-        return SimpleNamespace(wait=lambda *a: None, result=lambda: SimpleNamespace(requests_per_sec=rate))
+        # Each round: 2 s, so `rate` x 2 requests, and the server's CPU one core's worth.
+        return (SimpleNamespace(requests_per_sec=rate, complete=2 * rate),
+                {"cpu_seconds": 2.0, "load_cpu_seconds": 0.5})
 
-    monkeypatch.setattr(run_module, "_bench", fake_bench)
+    monkeypatch.setattr(run_module, "_run_once", fake_run)
     monkeypatch.setattr(run_module.time, "monotonic", iter(range(0, 10_000, 2)).__next__)  # 2 s rounds
     return run_module.warm_up(None, step, server, run_module.RunOptions(), {}, Path("/nonexistent"), None,
                                Progress(quiet=True))
@@ -49,7 +51,7 @@ def _step(**kwargs):
 
 
 def test_two_agreeing_rounds_are_enough_without_the_jit_check(monkeypatch):
-    result = _warm_up(monkeypatch, [100, 500, 900, 920, 5000], _step(), FakeServer([]))
+    result = _warm_up(monkeypatch, [100, 500, 900, 920, 5000], _step(warmup_jit_quiet=None), FakeServer([]))
     assert result["settled"] and [r["requests_per_sec"] for r in result["rounds"]] == [100, 500, 900, 920]
 
 
@@ -65,9 +67,23 @@ def test_agreeing_rounds_while_the_jit_compiles_are_not_settled(monkeypatch):
 
 
 def test_a_warm_up_that_never_settles_says_so(monkeypatch):
-    step = _step(warmup_max_rounds=3)
+    step = _step(warmup_max_rounds=3, warmup_jit_quiet=None)
     result = _warm_up(monkeypatch, [100, 200, 400], step, FakeServer([]))
-    assert result == {"settled": False, "rounds": [{"requests_per_sec": r} for r in (100, 200, 400)]}
+    assert result["settled"] is False
+    assert [r["requests_per_sec"] for r in result["rounds"]] == [100, 200, 400]
+
+
+def test_every_lab_waits_for_the_jit_by_default(monkeypatch):
+    # Two rounds agree, but the JIT is still busy: the default step does not call that settled.
+    result = _warm_up(monkeypatch, [900, 910, 905, 9999], _step(), FakeServer([1.0, 1.0, 0.0, 0.0]))
+    assert [r["jit_share"] for r in result["rounds"]] == [0.5, 0.5, 0.0]
+
+
+def test_each_round_records_cpu_per_request_for_the_calibration(monkeypatch):
+    result = _warm_up(monkeypatch, [1000, 1000], _step(warmup_jit_quiet=None), FakeServer([]))
+    # 2 s of one core for 2,000 requests: 1 ms each; the load generator 0.25 ms.
+    assert result["rounds"][-1]["server_cpu_ms"] == pytest.approx(1.0)
+    assert result["rounds"][-1]["load_cpu_ms"] == pytest.approx(0.25)
 
 
 def test_a_server_that_does_not_report_its_jit_is_an_error(monkeypatch):

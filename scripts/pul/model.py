@@ -1,0 +1,71 @@
+"""The bottleneck model: every resource that can limit a step, and the one that does.
+
+A lab's predict() gives the bounds it knows (Little's law for its pool's threads, a database's
+CPU, an offered rate); this module adds the two every closed-loop step has, from a calibration
+measured *before* the step's measured run:
+- the server's CPU (the utilisation law): cores the server may use / CPU seconds per request;
+- the load generator's CPU: cores the load tool may use / its CPU seconds per request;
+and, for a step with no bound of its own, the requests in flight (Little's law with the
+shortest possible round trip): concurrency / (server + load generator CPU per request).
+The prediction is the smallest bound; `bound_by` names it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .lab import Prediction
+
+THREADS = "threads"
+CONNECTIONS = "connections"
+SERVER_CPU = "server CPU"
+DATABASE_CPU = "database CPU"
+LOAD_GENERATOR = "load generator"
+IN_FLIGHT = "requests in flight"
+OFFERED = "offered rate"
+NAMES = (THREADS, CONNECTIONS, SERVER_CPU, DATABASE_CPU, LOAD_GENERATOR, IN_FLIGHT, OFFERED)
+
+# The load tools' threads: ab is one thread; wrk runs WRK_THREADS (scripts/lib/bench.sh) of them.
+TOOL_THREADS = {"ab": 1, "wrk": 2}
+
+
+def cpu_bound(cores: float, cpu_ms: float) -> float:
+    """Requests/s a resource of `cores` cores serves at `cpu_ms` of CPU per request."""
+    return cores / (cpu_ms / 1000.0)
+
+
+def _arithmetic(cores: float, cpu_ms: float, what: str) -> str:
+    return f"{cores:g} core{'s' if cores != 1 else ''} / {cpu_ms:.3g} ms of {what} CPU per request"
+
+
+def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
+            open_loop: bool = False) -> Prediction:
+    """The lab's prediction with the CPU bounds from `calibration` added, and the smallest named.
+
+    calibration: {"server_cpu_ms", "server_cores", "load_cpu_ms", "load_cores"} (any may be None).
+    An open-loop step's load is its rate, so the load generator's closed-loop bound is left out."""
+    bounds = dict(prediction.bounds)
+    if prediction.requests_per_sec is not None and prediction.bound_by and prediction.bound_by not in bounds:
+        bounds[prediction.bound_by] = prediction.requests_per_sec
+    why = dict(prediction.arithmetic)
+    if prediction.bound_by and prediction.bound_by not in why:
+        why[prediction.bound_by] = prediction.explanation
+    calibration = calibration or {}
+    server_ms, server_cores = calibration.get("server_cpu_ms"), calibration.get("server_cores")
+    if server_ms and server_cores:
+        bounds[SERVER_CPU] = round(cpu_bound(server_cores, server_ms), 1)
+        why[SERVER_CPU] = _arithmetic(server_cores, server_ms, "server")
+    load_ms, load_cores = calibration.get("load_cpu_ms"), calibration.get("load_cores")
+    if load_ms and load_cores and not open_loop:
+        bounds[LOAD_GENERATOR] = round(cpu_bound(load_cores, load_ms), 1)
+        why[LOAD_GENERATOR] = _arithmetic(load_cores, load_ms, "load-generator")
+    if not bounds.keys() - {SERVER_CPU, LOAD_GENERATOR} and server_ms and load_ms and not open_loop:
+        round_trip = server_ms + load_ms
+        bounds[IN_FLIGHT] = round(concurrency / (round_trip / 1000.0), 1)
+        why[IN_FLIGHT] = (f"{concurrency} in flight / ({server_ms:.3g} ms server + {load_ms:.3g} ms "
+                          "load generator CPU per round trip)")
+    if not bounds:
+        return prediction
+    bound_by = min(bounds, key=bounds.get)
+    return replace(prediction, requests_per_sec=bounds[bound_by], bound_by=bound_by, bounds=bounds,
+                   arithmetic=why, explanation=why[bound_by])

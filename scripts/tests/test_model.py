@@ -1,0 +1,58 @@
+"""The bottleneck model: every bound named, the smallest predicted."""
+
+from __future__ import annotations
+
+import pytest
+
+from pul import model
+from pul.lab import Lab, Prediction, Step
+
+POOLS = {"pools": {"default": {"threads": 8}, "offload": {"threads": 100}}}
+ONE_CORE = {"server_cpu_ms": 0.73, "server_cores": 1, "load_cpu_ms": 0.1, "load_cores": 1}
+
+
+def _lab_prediction(pool: str) -> Prediction:
+    step = Step(name="s", endpoint="s", concurrency=50, requests=1, pool=pool, service_ms=30)
+    return Lab.predict(None, step, POOLS, {})
+
+
+def test_a_pool_bigger_than_the_load_leaves_the_core_to_bind():
+    # Little's law allows 50 / 30 ms = 1,667 req/s; one core at 0.73 ms a request allows 1,370.
+    prediction = model.combine(_lab_prediction("offload"), ONE_CORE, 50)
+    assert prediction.bound_by == model.SERVER_CPU
+    assert prediction.requests_per_sec == pytest.approx(1 / 0.00073, rel=1e-3)
+    assert prediction.bounds[model.IN_FLIGHT] == pytest.approx(50 / 0.030, rel=1e-3)
+    assert prediction.bounds[model.LOAD_GENERATOR] == pytest.approx(10_000)
+    assert "1 core / 0.73 ms" in prediction.explanation
+
+
+def test_eight_threads_bind_before_the_core():
+    prediction = model.combine(_lab_prediction("default"), ONE_CORE, 50)
+    assert prediction.bound_by == model.THREADS
+    assert prediction.requests_per_sec == pytest.approx(8 / 0.030, rel=1e-3)
+    assert set(prediction.bounds) == {model.THREADS, model.SERVER_CPU, model.LOAD_GENERATOR}
+
+
+def test_without_a_bound_of_its_own_one_request_in_flight_is_a_round_trip():
+    # c = 1: the server and ab take turns, so 1 / (0.73 + 0.1) ms, below either CPU bound.
+    prediction = model.combine(Prediction(None, "none"), ONE_CORE, 1)
+    assert prediction.bound_by == model.IN_FLIGHT
+    assert prediction.requests_per_sec == pytest.approx(1 / 0.00083, rel=1e-3)
+
+
+def test_an_open_loop_step_has_no_load_generator_bound():
+    offered = Prediction(200.0, "offered", bound_by=model.OFFERED, bounds={model.OFFERED: 200.0})
+    prediction = model.combine(offered, ONE_CORE, 4000, open_loop=True)
+    assert model.LOAD_GENERATOR not in prediction.bounds and model.IN_FLIGHT not in prediction.bounds
+    assert prediction.bound_by == model.OFFERED
+
+
+def test_no_calibration_leaves_the_labs_prediction():
+    lab_only = _lab_prediction("default")
+    prediction = model.combine(lab_only, None, 50)
+    assert prediction.requests_per_sec == lab_only.requests_per_sec and prediction.bound_by == model.THREADS
+
+
+def test_every_bound_has_its_arithmetic():
+    prediction = model.combine(_lab_prediction("offload"), ONE_CORE, 50)
+    assert set(prediction.arithmetic) == set(prediction.bounds)
