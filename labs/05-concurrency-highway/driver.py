@@ -174,7 +174,11 @@ class ConcurrencyHighway(Lab):
                 wait = (f"{queue['queue_model']} at utilisation {queue['utilisation']:.0%}: mean wait "
                         + ("1/2 Wq(M/M/c) = " if step.extra["arrivals"] == "poisson" else "")
                         + f"{queue['predicted_wait_ms']:.2f} ms")
-            return Prediction(round(min(rate, capacity), 1),
-                              f"min(offered {rate}/s, {threads} lanes / {step.service_ms:g} ms); {wait}",
-                              facts=queue)
+            # Two bounds of the lab's own: the offered rate, and the lanes (pul.model adds the CPU's).
+            bounds = {"offered rate": float(rate), "threads": round(capacity, 1)}
+            arithmetic = {"offered rate": f"offered {rate}/s; {wait}",
+                          "threads": f"{threads} lanes / {step.service_ms:g} ms; {wait}"}
+            bound_by = min(bounds, key=bounds.get)
+            return Prediction(bounds[bound_by], arithmetic[bound_by], facts=queue, bound_by=bound_by,
+                              bounds=bounds, arithmetic=arithmetic)
         return super().predict(step, pools, params)

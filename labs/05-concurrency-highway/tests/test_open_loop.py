@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from pul import model
 from pul.testing import this_lab
 
 lab = this_lab(__file__)
@@ -92,6 +93,12 @@ def test_each_open_loop_prediction_carries_its_queueing_model():
         assert prediction.requests_per_sec == pytest.approx(min(rate, 400), abs=0.1)
         assert prediction.facts == driver.open_loop_model(s.extra["arrivals"], rate, 8, 20, s.extra["seconds"])
         assert ("grows" in prediction.explanation) == (rate > 400)
+        # Named for the driver's bottleneck model, which adds the CPU bounds and keeps the smallest.
+        assert prediction.bound_by == ("offered rate" if rate < 400 else "threads")
+        assert prediction.bounds == {"offered rate": rate, "threads": 400}
+        combined = model.combine(prediction, {"server_cpu_ms": 0.5, "server_cores": 1}, s.concurrency,
+                                 open_loop=True)
+        assert combined.requests_per_sec == pytest.approx(min(rate, 400)) and combined.facts == prediction.facts
 
 
 # -- the smoke test's open-loop checks, on made-up results -----------------------------------
