@@ -50,6 +50,7 @@ def erlang_c(servers: int, load: float) -> float:
     return b / (1 - rho * (1 - b))
 
 
+# ANCHOR: queueing
 def wait_mmc(rate: float, service_s: float, servers: int) -> float:
     """Mean wait in the queue (seconds) of M/M/c: C(c, a) / (c mu - lambda); infinite at or past capacity."""
     capacity = servers / service_s
@@ -68,6 +69,7 @@ def wait_mdc(rate: float, service_s: float, servers: int) -> float:
     light traffic, where it is a small fraction of the service time (Cosmetatos 1975 refines it).
     """
     return wait_mmc(rate, service_s, servers) / 2
+# ANCHOR_END: queueing
 
 
 def open_loop_model(arrivals: str, rate: float, servers: int, service_ms: float, seconds: float) -> dict:
