@@ -1,13 +1,26 @@
 """Lab 03: JDBC on Play's default dispatcher, on a dedicated pool, and with pools too big.
 
-Every variant is a server configuration of its own (connection pool size, database.dispatcher
-size), so the driver starts one server per set-up. The database is real: DATABASE_URL if set,
-else a throwaway PostgreSQL cluster (pul.postgres) pinned to the load generator's core, so
-that the Play server keeps its core to itself and PostgreSQL's CPU is a limit of its own.
+The database is real: DATABASE_URL if set, else a throwaway PostgreSQL cluster (pul.postgres)
+pinned to the load generator's core, so that the Play server keeps its core to itself and
+PostgreSQL's CPU is a limit of its own.
 
 `--sweep` runs the database-dispatcher set-up at one concurrency for several pool sizes
 (steps `pool=N`) and draws throughput and p99 against pool size, with the Little's-law line
 min(c, pool) / query time and the ceiling PostgreSQL's CPU puts on it.
+
+Two modes. `--thorough` (the book's committed runs) starts a server per set-up: HikariCP's pool
+and database.dispatcher get their sizes at start-up. The default mode fits a workshop (about two
+minutes): two servers, each with copies of database.dispatcher at every size it needs
+(lab.dispatcher-sizes, app/database/SizedDispatchers.java), chosen per request
+(/sales/sized?threads=N&jitter=J), and shorter steps. One server has --pool-size connections
+(the first three variants); the other as many as the largest size it serves (oversized-connections
+and the sweep), of which a step uses at most its dispatcher's threads: each thread holds one
+connection at a time, so the threads bound the queries in flight and the other connections
+stay idle. The connection pool is not resized at runtime: HikariCP's HikariConfigMXBean can set
+maximumPoolSize, but a fixed pool (minimumIdle = maximumPoolSize) never closes the connections
+above a smaller size (HikariPool.HouseKeeper retires idle ones only while minimumIdle <
+maximumPoolSize), and ConcurrentBag.borrow hands out any idle one, so shrinking would mean
+evicting every connection and opening new backends during the measurement (HikariCP 5.0.1).
 """
 
 from __future__ import annotations
@@ -26,9 +39,10 @@ from pul.errors import ServerFailed, UsageError
 from pul.lab import Lab, Prediction, Services, Step
 from pul.probe import tree_cpu_seconds
 
+MODES = ("default", "thorough")
 VARIANTS = ("default-dispatcher", "database-dispatcher", "oversized-dispatcher", "oversized-connections")
-# Seconds a sweep step should last, at its Little's-law rate (bounded by --requests).
-SWEEP_SECONDS = 8
+# --thorough: a sweep step lasts --step-seconds (8 unless given) at its Little's-law rate,
+# bounded by --requests.
 MIN_SWEEP_REQUESTS = 200
 # A sweep step may run up to this many times --requests: on the plateau, a step of --requests
 # lasts only a few seconds, and its ramp-up and drain would weigh on the result.
@@ -41,6 +55,16 @@ WIDE_JITTER = "wide-jitter-pool="
 # (name prefix, the option giving the pool size, lab.query-jitter)
 JITTER_STEPS = ((LOCKSTEP, "lockstep_pool", 0.0),  # identical waits: the connections fall into lockstep
                 (WIDE_JITTER, "wide_jitter_pool", 1.0))  # waits spread twice as wide: they bunch up less
+# --thorough, when the option itself is not given: the full sweep and the step lengths of the
+# book's committed runs. The default mode takes lab.toml's values.
+THOROUGH_DEFAULTS = {"pools": "2,4,8,16,32,48,64", "requests": 1500, "step_seconds": 8}
+# Default mode: every step lasts --step-seconds at its Little's-law rate (bounded by --requests);
+# a warm-up round this long. The server's JIT is warm after its first steps' rounds.
+WARMUP_SECONDS = 1.5
+MIN_STEP_REQUESTS = 150
+DEFAULT_WARMUP_MAX_ROUNDS = 2
+# The endpoint (bench.sh) that picks a sized dispatcher per request: THREADS=N, JITTER=J.
+SIZED = "sized"
 # Queries /calibrate times (after its warm-up): about a second of PostgreSQL's CPU, read from /proc
 # in 10 ms ticks, so the CPU per query is known to about 1%.
 CALIBRATION_RUNS = 300
@@ -135,8 +159,20 @@ class JdbcDispatcher(Lab):
                            help="run only the sweep: database-dispatcher once per --pools size (steps pool=N)")
         sweep.add_argument("--no-sweep", dest="sweep", action="store_const", const="none",
                            help="run only the four variants, not the sweep")
-        parser.add_argument("--pools", default=d["pools"], metavar="N,N",
-                            help=f"pool sizes for --sweep (default {d['pools']})")
+        parser.add_argument("--pools", default=None, metavar="N,N",
+                            help=f"pool sizes for --sweep (default {d['pools']}; "
+                                 f"with --thorough {THOROUGH_DEFAULTS['pools']})")
+        parser.add_argument("--thorough", dest="mode", action="store_const", const="thorough",
+                            default=d["mode"],
+                            help="the book's full run: a server per set-up, longer steps, "
+                                 f"--pools {THOROUGH_DEFAULTS['pools']} and --requests "
+                                 f"{THOROUGH_DEFAULTS['requests']} unless given (about 6 minutes)")
+        parser.add_argument("--step-seconds", type=int, default=None, metavar="N",
+                            help="how long a step should last at its Little's-law rate, within --requests "
+                                 f"(default {d['step_seconds']}; with --thorough {THOROUGH_DEFAULTS['step_seconds']}, "
+                                 "and only for the sweep: its four variants run --requests each)")
+        # --requests: None until params() knows the mode.
+        parser.set_defaults(requests=None)
         parser.add_argument("--lockstep-pool", type=int, default=d["lockstep_pool"], metavar="N",
                             help="after the sweep, this pool size once more with every wait exactly --query-ms "
                                  f"(step lockstep-pool=N; 0: skip it; default {d['lockstep_pool']})")
@@ -146,6 +182,11 @@ class JdbcDispatcher(Lab):
 
     def params(self, options: argparse.Namespace) -> dict:
         params = super().params(options)
+        if params.get("mode") not in MODES:
+            raise UsageError(f"mode must be one of {', '.join(MODES)} (got {params.get('mode')!r})")
+        for key, value in THOROUGH_DEFAULTS.items():
+            if params.get(key) is None:
+                params[key] = value if params["mode"] == "thorough" else self.defaults[key]
         parse_pools(params["pools"])
         if params["connection_timeout_ms"] < 250:
             raise UsageError("--connection-timeout-ms must be at least 250 (HikariCP's minimum)")
@@ -184,10 +225,64 @@ class JdbcDispatcher(Lab):
         return {"lab.pool-size": str(connections), "lab.dispatcher-size": str(dispatcher)}
 
     def steps(self, params: dict) -> list[Step]:
+        if params.get("mode", "default") != "thorough":
+            return self._shared_steps(params)
         steps = [] if params["sweep"] == "only" else self._variant_steps(params)
         if params["sweep"] != "none":
             steps += self._sweep_steps(params)
         return steps
+
+    # -- the default mode: two servers, a dispatcher per size -------------
+    def _shared_steps(self, params: dict) -> list[Step]:
+        """The same variants and sweep as --thorough, on two servers: one with --pool-size
+        connections (default-, database- and oversized-dispatcher), one with as many as the
+        largest size it serves (oversized-connections and the sweep)."""
+        c, pool, big = params["concurrency"], params["pool_size"], params["oversized"]
+        variants, sweep = params["sweep"] != "only", params["sweep"] != "none"
+        steps = []
+        if variants:
+            setup = {**self._props(pool, pool), "lab.dispatcher-sizes": str(big)}
+            for name, threads, dispatcher in (("default-dispatcher", None, "default"),
+                                              ("database-dispatcher", pool, "database"),
+                                              ("oversized-dispatcher", big, f"database-{big}")):
+                steps.append(self._shared_step(params, name, setup, dispatcher, threads or 8, pool,
+                                               sized=name == "oversized-dispatcher", probe="/status"))
+        sizes = parse_pools(params["pools"]) if sweep else ()
+        jitter_steps = [(prefix, params[key], jitter) for prefix, key, jitter in JITTER_STEPS
+                        if sweep and params[key]]
+        threads = sorted({*sizes, *(size for _, size, _ in jitter_steps)})
+        connections = max([*threads, *([big] if variants else [])])
+        setup = {**self._props(connections, big if variants else connections),
+                 "lab.dispatcher-sizes": ",".join(map(str, threads))}
+        if variants:
+            steps.append(self._shared_step(params, "oversized-connections", setup, "database", big,
+                                           connections, probe="/status"))
+        for size in sizes:
+            steps.append(self._shared_step(params, f"pool={size}", setup, f"database-{size}", size,
+                                           connections, sized=True))
+        for prefix, size, jitter in jitter_steps:
+            steps.append(self._shared_step(params, f"{prefix}{size}", setup, f"database-{size}", size,
+                                           connections, sized=True, jitter=jitter))
+        return steps
+
+    def _shared_step(self, params: dict, name: str, setup: dict, dispatcher: str, threads: int,
+                     connections: int, sized: bool = False, probe: str | None = None,
+                     jitter: float | None = None) -> Step:
+        """A step of the default mode: about --step-seconds long at its Little's-law rate."""
+        c = params["concurrency"]
+        rate = min(c, threads, connections) * 1000.0 / max(params["query_ms"], 1)
+        extra = {"pool_size": min(threads, connections) if sized else connections,
+                 "dispatcher_size": threads, "connections": connections, "server": "shared"}
+        if jitter is not None:
+            extra["query_jitter"] = jitter
+        if sized:
+            extra["bench_env"] = {"THREADS": str(threads), **({"JITTER": f"{jitter:g}"} if jitter is not None else {})}
+        requests = min(params["requests"], max(MIN_STEP_REQUESTS, int(rate * params["step_seconds"])))
+        return Step(name=name, endpoint=SIZED if sized else name, concurrency=c, requests=requests,
+                    setup=setup, pool=dispatcher, probe=probe, keep_alive=True,
+                    # A round of WARMUP_SECONDS at the rate the step's requests assume.
+                    warmup_requests=max(50, int(requests * WARMUP_SECONDS / params["step_seconds"])),
+                    warmup_max_rounds=DEFAULT_WARMUP_MAX_ROUNDS, extra=extra)
 
     def _sweep_steps(self, params: dict) -> list[Step]:
         steps = [self._sweep_step(params, f"pool={size}", size) for size in parse_pools(params["pools"])]
@@ -204,7 +299,7 @@ class JdbcDispatcher(Lab):
         # Aim at a few seconds per step: small pools serve few requests a second.
         rate = min(c, size) * 1000.0 / max(params["query_ms"], 1)
         return Step(name=name, endpoint="database-dispatcher", concurrency=c,
-                    requests=min(SWEEP_REQUESTS_FACTOR * n, max(MIN_SWEEP_REQUESTS, int(rate * SWEEP_SECONDS))),
+                    requests=min(SWEEP_REQUESTS_FACTOR * n, max(MIN_SWEEP_REQUESTS, int(rate * params["step_seconds"]))),
                     setup={**self._props(size, size), **(props or {})}, pool="database",
                     keep_alive=True, warmup_requests=max(100, int(rate * 3)),
                     extra={"pool_size": size, "dispatcher_size": size, **(extra or {})})

@@ -44,7 +44,8 @@ def render(results: dict, lab) -> dict[str, str]:
             "\n".join(f"- {note}" for note in summary_notes(variants)) + "\n"
     if sweep["variants"]:
         artifacts["book/src/generated/lab03-sweep-table.md"] = (
-            markdown_table(sweep, SWEEP_COLUMNS) + "\n" + machine_line(results) + " "
+            markdown_table(sweep, SHARED_SWEEP_COLUMNS if _one_server(sweep["variants"]) else SWEEP_COLUMNS)
+            + "\n" + machine_line(results) + " "
             + _database_line(results) + "\n")
         artifacts["book/src/figures/lab03-sweep.svg"] = sweep_figure(sweep)
         artifacts["book/src/generated/lab03-sweep-summary.md"] = sweep_summary(sweep)
@@ -83,7 +84,17 @@ def _database_line(results: dict) -> str:
     pg = (results.get("pools") or {}).get("postgresql")
     version = pg["version"].split(" on ")[0] if pg else "PostgreSQL"
     settings = f", max_connections={pg['settings']['max_connections']}" if pg else ""
-    return f"Database: {version}{settings}, {_where(results['params'])}."
+    return " ".join(filter(None, [f"Database: {version}{settings}, {_where(results['params'])}.",
+                                  _mode(results["params"])]))
+
+
+def _mode(params: dict) -> str:
+    """Which mode made the run (runs from before the modes were thorough's: a server per set-up)."""
+    if "mode" not in params:  # a run from before the modes: as thorough, and said nowhere
+        return ""
+    if params["mode"] == "thorough":
+        return "Mode: thorough (`--thorough`: a server per set-up)."
+    return "Mode: default (two servers, a database.dispatcher per size, shorter steps)."
 
 
 def _status_tail(probe: dict | None) -> str:
@@ -120,6 +131,9 @@ TABLE_COLUMNS = [
 SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", "/status p99 ms (n)")]
 SWEEP_COLUMNS[1] = ("pool (connections = threads)", lambda v: _extra(v, "pool_size"), True)
 SWEEP_COLUMNS.insert(-1, ("with queueing req/s", lambda v: _extra(v, "queueing_requests_per_sec"), True))
+# The default mode: one server has connections for the largest pool; a step's threads bound those in use.
+SHARED_SWEEP_COLUMNS = [*SWEEP_COLUMNS]
+SHARED_SWEEP_COLUMNS[1] = ("pool (threads = most connections in use)", SWEEP_COLUMNS[1][1], True)
 
 
 def _sweep_model(results: dict) -> dict:
@@ -159,6 +173,11 @@ def _calibration_spread(variants: list[dict], cores: int) -> str:
     return text + f" The wall time of the same work did not follow its CPU closely (correlation {r:.2f})."
 
 
+def _one_server(variants: list[dict]) -> bool:
+    """Whether the sweep ran on one server (the default mode), so one calibration serves all of it."""
+    return all((v.get("extra") or {}).get("server") == "shared" for v in variants)
+
+
 def sweep_summary(results: dict) -> str:
     """The sweep's prediction (from the measured query cost) and what was measured, in sentences."""
     m = _sweep_model(results)
@@ -167,8 +186,9 @@ def sweep_summary(results: dict) -> str:
     wait += f", varied by ±{m['jitter']:.0%})" if m.get("jitter") else ")"
     lines = [f"- Each query held its connection for about {busy:.1f} ms: {wait} and {m['alone_ms']:.2f} ms for "
              "the rest of its database work: a connection from the pool, the two statements, the answer (the "
-             "median wall time of that work with no wait, run alone by each server at start-up; the median "
-             "over the servers)."]
+             "median wall time of that work with no wait, run alone by "
+             + ("the server at start-up)." if _one_server(variants) else
+                "each server at start-up; the median over the servers).")]
     if "ceiling" in m:
         knee = m["ceiling"] * busy / 1000.0
         lines.append(f"- While that work was timed alone, PostgreSQL spent {m['cpu_ms']:.2f} ms of CPU per request, so "
@@ -176,7 +196,8 @@ def sweep_summary(results: dict) -> str:
                      f"Little's law meets that limit at a pool of about {knee:.0f} connections "
                      f"({m['ceiling']:,.0f}/s x {busy:.1f} ms): below it the pool is the bottleneck, above it "
                      "PostgreSQL's CPU is.")
-        lines.append(_calibration_spread(m["variants"], m["cores"]))
+        if not _one_server(variants):
+            lines.append(_calibration_spread(m["variants"], m["cores"]))
     best = max(variants, key=lambda v: v["requests_per_sec"])
     lines.append(f"- Measured at {c} requests in flight: from {variants[0]['requests_per_sec']:,.0f} requests/s "
                  f"with {variants[0]['extra']['pool_size']} connections to at most "
@@ -297,7 +318,8 @@ $wide << EOD
 EOD
 plot littles(x) with lines linewidth 2 linecolor rgb "#999999" title "Little's law: min({c}, pool) / {busy:.1f} ms"{extra_plots}, \\
      $data using 1:2 with linespoints pointtype 7 pointsize 1.2 linewidth 2 linecolor rgb "#1f77b4" title "{measured_title}"{extra_points}
-set xlabel "pool size (connections = database.dispatcher threads)"
+set xlabel "{'pool size (database.dispatcher threads = the most connections in use)' if _one_server(variants)
+               else 'pool size (connections = database.dispatcher threads)'}"
 set ylabel "latency (ms)"
 set yrange [0:*]
 set key top right

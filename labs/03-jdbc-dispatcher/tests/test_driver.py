@@ -51,17 +51,77 @@ def test_zero_skips_the_lockstep_step_and_means_no_wait():
     params = _params("--lockstep-pool", "0", "--wide-jitter-pool", "0", "--query-ms", "0")
     assert params["lockstep_pool"] == 0 and params["query_ms"] == 0
     assert [s.name for s in LAB.steps({**params, "sweep": "only"})] == [
+        f"pool={n}" for n in (4, 8, 16, 32, 64)]
+
+
+def test_thorough_is_the_full_run_unless_told_otherwise():
+    thorough = _params("--thorough")
+    assert thorough["mode"] == "thorough" and thorough["requests"] == 1500
+    assert [s.name for s in LAB.steps({**thorough, "sweep": "only"}) if s.name.startswith("pool=")] == [
         f"pool={n}" for n in (2, 4, 8, 16, 32, 48, 64)]
+    assert _params("--thorough", "--pools", "4,16", "--requests", "300")["pools"] == "4,16"
+    assert _params("--thorough", "--requests", "300")["requests"] == 300
+    default = _params()
+    assert default["mode"] == "default" and default["requests"] == LAB.defaults["requests"]
+    assert default["pools"] == LAB.defaults["pools"]
 
 
-def test_the_extra_steps_differ_from_their_sweep_step_only_in_the_jitter():
-    steps = {s.name: s for s in LAB.steps({**_params("--pools", "16,64", "--lockstep-pool", "16",
+def test_thorough_starts_a_server_per_set_up_and_the_default_two():
+    from pul.run import group_by_server
+
+    thorough = LAB.steps(_params("--thorough"))
+    # default- and database-dispatcher share theirs; pool=64 does not follow oversized-connections.
+    assert len(group_by_server(thorough)) == len(thorough) - 1
+    groups = group_by_server(LAB.steps(_params()))
+    assert [[s.name for s in group] for _, group in groups] == [
+        ["default-dispatcher", "database-dispatcher", "oversized-dispatcher"],
+        ["oversized-connections", "pool=4", "pool=8", "pool=16", "pool=32", "pool=64",
+         "lockstep-pool=32", "wide-jitter-pool=64"]]
+
+
+@pytest.mark.parametrize("args", [(), ("--pools", "2,8", "--lockstep-pool", "48", "--oversized", "40"),
+                                  ("--sweep",), ("--no-sweep",)])
+def test_the_default_mode_has_the_bounds_of_thorough(args):
+    """Each step's dispatcher exists on its server with the step's threads, and the queries a
+    step can have in flight, min(threads, connections), are the same as with --thorough."""
+    thorough = {s.name: s for s in LAB.steps(_params("--thorough", "--pools", LAB.defaults["pools"], *args))}
+    default = LAB.steps(_params(*args))
+    assert sorted(s.name for s in default) == sorted(thorough)
+    for step in default:
+        sizes = [int(n) for n in step.setup["lab.dispatcher-sizes"].split(",") if n]
+        connections = int(step.setup["lab.pool-size"])
+        old = thorough[step.name]
+        if step.pool.startswith("database-"):
+            threads = int(step.pool.removeprefix("database-"))
+            assert threads in sizes and step.endpoint == "sized"
+            assert step.extra["bench_env"]["THREADS"] == str(threads)
+        else:
+            assert step.pool == old.pool and step.endpoint == old.endpoint
+            threads = int(step.setup["lab.dispatcher-size"]) if step.pool == "database" else None
+        old_connections = int(old.setup["lab.pool-size"])
+        if threads is None:  # the default dispatcher: the same connections
+            assert connections == old_connections
+        else:
+            assert threads == int(old.setup["lab.dispatcher-size"])
+            assert min(threads, connections) == min(threads, old_connections)
+        assert step.extra.get("query_jitter") == old.extra.get("query_jitter")
+        assert step.extra["dispatcher_size"] == old.extra["dispatcher_size"] or threads is None
+
+
+@pytest.mark.parametrize("mode", [(), ("--thorough",)])
+def test_the_extra_steps_differ_from_their_sweep_step_only_in_the_jitter(mode):
+    steps = {s.name: s for s in LAB.steps({**_params(*mode, "--pools", "16,64", "--lockstep-pool", "16",
                                                          "--wide-jitter-pool", "64"), "sweep": "only"})}
     assert list(steps) == ["pool=16", "pool=64", "lockstep-pool=16", "wide-jitter-pool=64"]
     for extra, base, jitter in (("lockstep-pool=16", "pool=16", "0"), ("wide-jitter-pool=64", "pool=64", "1")):
-        props = dict(steps[extra].setup)
-        assert props.pop("lab.query-jitter") == jitter
-        assert props == steps[base].setup
+        if mode:  # a server of its own, started with another lab.query-jitter
+            props = dict(steps[extra].setup)
+            assert props.pop("lab.query-jitter") == jitter
+            assert props == steps[base].setup
+        else:  # the same server; the jitter is chosen per request
+            assert steps[extra].setup == steps[base].setup
+            env = dict(steps[extra].extra["bench_env"])
+            assert env.pop("JITTER") == jitter and env == steps[base].extra["bench_env"]
         assert steps[extra].extra["query_jitter"] == float(jitter)
 
 

@@ -2,14 +2,21 @@ package controllers
 
 import akka.actor.ActorSystem
 import com.zaxxer.hikari.HikariDataSource
-import database.{PoolReport, SalesRepository}
+import database.{PoolReport, SalesRepository, SizedDispatchers}
 import javax.inject.Inject
 import play.api.db.Database
 import play.api.libs.json.{JsObject, Json}
 import play.api.mvc.{AbstractController, ControllerComponents}
 
+import scala.jdk.CollectionConverters._
+
 /** Endpoints for the lab driver: a cheap liveness probe, the pool sizes and the database's settings. */
-class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, db: Database, sales: SalesRepository)
+class Diagnostics @Inject() (
+    cc: ControllerComponents,
+    system: ActorSystem,
+    db: Database,
+    sales: SalesRepository,
+    sized: SizedDispatchers)
     extends AbstractController(cc) {
 
   def status = Action(Ok("ok\n"))
@@ -21,9 +28,11 @@ class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, db: 
 
   def pools = Action {
     val pool = hikari.getHikariPoolMXBean
+    // The sized copies of database.dispatcher (SizedDispatchers) report as database-N.
     val dispatchers = PoolReport.json(
-      system.settings.config,
-      Map("default" -> "akka.actor.default-dispatcher", "database" -> "database.dispatcher"))
+      sized.config.withFallback(system.settings.config),
+      Map("default" -> "akka.actor.default-dispatcher", "database" -> "database.dispatcher") ++
+        sized.ids.asScala.map { case (threads, id) => s"database-$threads" -> id })
     val connections = Json.obj(
       "threads"               -> hikari.getMaximumPoolSize, // a connection serves one query at a time
       "connection_timeout_ms" -> hikari.getConnectionTimeout,

@@ -3,6 +3,7 @@ package controllers;
 import database.DatabaseExecutionContext;
 import database.SalesRepository;
 import database.SalesRepository.NoConnection;
+import database.SizedDispatchers;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -15,11 +16,13 @@ import play.mvc.Result;
 public class Sales extends Controller {
   private final SalesRepository sales;
   private final DatabaseExecutionContext databaseContext;
+  private final SizedDispatchers sized;
 
   @Inject
-  public Sales(SalesRepository sales, DatabaseExecutionContext databaseContext) {
+  public Sales(SalesRepository sales, DatabaseExecutionContext databaseContext, SizedDispatchers sized) {
     this.sales = sales;
     this.databaseContext = databaseContext;
+    this.sized = sized;
   }
 
   // ANCHOR: default-dispatcher
@@ -38,13 +41,37 @@ public class Sales extends Controller {
   }
   // ANCHOR_END: database-dispatcher
 
+  // ANCHOR: sized-dispatcher
+  // The same, on a copy of database.dispatcher with `threads` threads
+  // (lab.dispatcher-sizes lists the copies), and optionally another jitter
+  // for the wait: the lab's sweep measures several sizes on one server.
+  public CompletionStage<Result> onSizedDispatcher(int region, int threads, double jitter) {
+    var dispatcher = sized.withThreads(threads);
+    if (dispatcher == null) {
+      return CompletableFuture.completedFuture(
+          badRequest(Json.toJson(Map.of("error", "no dispatcher of " + threads
+              + " threads; lab.dispatcher-sizes has " + sized.ids().keySet()))));
+    }
+    if (jitter > 1) {
+      return CompletableFuture.completedFuture(
+          badRequest(Json.toJson(Map.of("error", "jitter must be between 0 and 1"))));
+    }
+    return CompletableFuture.supplyAsync(() -> report(region, jitter), dispatcher);
+  }
+  // ANCHOR_END: sized-dispatcher
+
   private Result report(int region) {
+    return report(region, -1);
+  }
+
+  // jitter < 0: lab.query-jitter.
+  private Result report(int region, double jitter) {
     if (region < 1 || region > SalesRepository.REGIONS) {
       return badRequest(
           Json.toJson(Map.of("error", "region must be 1.." + SalesRepository.REGIONS)));
     }
     try {
-      return ok(Json.toJson(sales.regionReport(region)));
+      return ok(Json.toJson(jitter < 0 ? sales.regionReport(region) : sales.regionReport(region, jitter)));
     } catch (NoConnection e) {
       // ANCHOR: timeout
       // No connection within HikariCP's connectionTimeout: say so with a 503,

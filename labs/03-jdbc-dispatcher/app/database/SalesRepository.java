@@ -63,6 +63,14 @@ public class SalesRepository {
     return regionReport(region, queryMillis, queryJitter);
   }
 
+  /** The same with another jitter (0..1) for this request's wait: the sweep's lockstep steps. */
+  public RegionReport regionReport(int region, double jitter) {
+    if (jitter < 0 || jitter > 1) {
+      throw new IllegalArgumentException("jitter must be between 0 and 1, not " + jitter);
+    }
+    return regionReport(region, queryMillis, jitter);
+  }
+
   // ANCHOR: query
   // Blocks the calling thread twice over: first until HikariCP hands it a
   // connection, then for the whole round trip to PostgreSQL.

@@ -48,6 +48,8 @@ final class LabDatabase {
             .configure("db.default.hikaricp.minimumIdle", poolSize)
             .configure("db.default.hikaricp.connectionTimeout", timeoutMs + " ms")
             .configure("database.dispatcher.thread-pool-executor.fixed-pool-size", dispatcherSize)
+            // Two copies of database.dispatcher, as the driver's default mode asks for them.
+            .configure("lab.dispatcher-sizes", "2,7")
             .build();
     TestServer server = Helpers.testServer(0, app);
     server.start();

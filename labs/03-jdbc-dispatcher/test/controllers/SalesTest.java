@@ -116,6 +116,25 @@ public class SalesTest {
   }
 
   @Test
+  public void aSizedDispatcherRunsTheQueryOnItsOwnThreads() throws Exception {
+    assertTrue(
+        json("/sales/sized?region=2&threads=7").get("thread").asText().contains("database-dispatcher-7-threads"));
+    assertTrue(
+        json("/sales/sized?region=2&threads=2&jitter=0")
+            .get("thread")
+            .asText()
+            .contains("database-dispatcher-2-threads"));
+    // Only the sizes lab.dispatcher-sizes lists, and a jitter of at most 1.
+    assertEquals(400, LabDatabase.get(server, "/sales/sized?region=2&threads=5").statusCode());
+    assertEquals(400, LabDatabase.get(server, "/sales/sized?region=2&threads=7&jitter=2").statusCode());
+    JsonNode pools = json("/pools");
+    assertEquals(7, pools.at("/pools/database-7/threads").asInt());
+    assertEquals(2, pools.at("/pools/database-2/threads").asInt());
+    assertEquals("thread-pool-executor", pools.at("/pools/database-7/executor").asText());
+    assertEquals(5, pools.at("/pools/database/threads").asInt());
+  }
+
+  @Test
   public void aRegionOutsideTheDataIsABadRequest() throws Exception {
     assertEquals(400, LabDatabase.get(server, "/sales?region=0").statusCode());
     assertEquals(400, LabDatabase.get(server, "/sales?region=17").statusCode());
