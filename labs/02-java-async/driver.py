@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 
 from pul.lab import Lab, Prediction, Step
@@ -19,6 +20,8 @@ VARIANTS = {
 }
 # Extra: the commonpool variant on a server where the JVM sizes the common pool itself.
 JVM_DEFAULT = "commonpool-jvm-default"
+# A warm-up round: long enough for a couple of hundred requests at the slowest variant's rate.
+WARMUP_SECONDS = 2
 
 
 class JavaAsync(Lab):
@@ -27,6 +30,12 @@ class JavaAsync(Lab):
         "common_parallelism": ("ForkJoinPool.commonPool() parallelism for the five main variants, "
                                "i.e. the cores - 1 of the machine being modelled (3: a 4-core laptop)"),
     }
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument("--seconds", type=int, default=self.defaults["seconds"], metavar="S",
+                            help="seconds each measured run lasts at most, whatever --requests says "
+                                 "(default %(default)s)")
 
     def steps(self, params: dict) -> list[Step]:
         # The five variants share one server whose common pool is sized explicitly: the driver
@@ -37,11 +46,14 @@ class JavaAsync(Lab):
         for name, (pool, how) in VARIANTS.items():
             steps.append(Step(name=name, endpoint=name,
                               concurrency=params["concurrency"], requests=params["requests"],
+                              seconds=params["seconds"], warmup_requests=params["requests"],
+                              warmup_seconds=WARMUP_SECONDS,
                               setup=modelled, pool=pool, service_ms=params["work_ms"],
                               extra={"how": how}))
         steps.append(Step(name=JVM_DEFAULT, endpoint="commonpool", concurrency=params["concurrency"],
-                          requests=params["requests"], setup={}, pool="commonpool",
-                          service_ms=params["work_ms"],
+                          requests=params["requests"], seconds=params["seconds"],
+                          warmup_requests=params["requests"], warmup_seconds=WARMUP_SECONDS,
+                          setup={}, pool="commonpool", service_ms=params["work_ms"],
                           extra={"how": "as commonpool, with the common pool sized by the JVM from the "
                                         "server's cores"}))
         return steps
@@ -56,7 +68,8 @@ class JavaAsync(Lab):
             if common["threads"] is None:
                 return Prediction(round(step.concurrency / (step.service_ms / 1000.0), 1),
                                   f"parallelism {common['parallelism']}: a new thread per task, "
-                                  f"so {step.concurrency} in flight / {step.service_ms:g} ms", facts)
+                                  f"so {step.concurrency} in flight / {step.service_ms:g} ms", facts,
+                                  bound_by="requests in flight")
             return replace(super().predict(step, pools, params), facts=facts)
         prediction = super().predict(step, pools, params)
         if step.name == "ws":

@@ -147,6 +147,12 @@ def _jit_seconds(server: Server, step: Step) -> float:
     return float(value)
 
 
+def _jit_readable(server) -> bool:
+    """Whether the driver reads the JIT compiler threads' CPU itself (a server it started)."""
+    reader = getattr(server, "jit_cpu_seconds", None)
+    return reader is not None and reader() is not None
+
+
 def _round_seconds(step: Step, options: RunOptions) -> int:
     return step.warmup_seconds or step.seconds or options.time_limit
 
@@ -163,8 +169,10 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     rounds: list[dict] = []
     previous = None
     single = step.warmup_max_rounds == 1
-    # The JIT's running total; each round's reading after it is the next round's start.
-    jit_mark = _jit_seconds(server, step) if step.warmup_jit_quiet is not None and not single else None
+    # The JIT's running total; each round's reading after it is the next round's start. Read for
+    # every round where the server tells it: the calibration leaves the compiler's CPU out.
+    compiler_cpu = _jit_readable(server)
+    jit_mark = _jit_seconds(server, step) if step.warmup_jit_quiet is not None or compiler_cpu else None
     for round_number in range(1, step.warmup_max_rounds + 1):
         what = "calibration round" if single else f"warm-up round {round_number}"
         progress.step(f"{step.name}: {what} ({_round_seconds(step, options)} s at most, c={step.concurrency})"
@@ -179,13 +187,18 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
                       **_per_request(cpu, result.complete)}
         if jit_mark is not None:
             jit_now = _jit_seconds(server, step)
-            this_round["jit_share"] = round(max(0.0, jit_now - jit_mark) / (time.monotonic() - started), 3)
+            jit_used = max(0.0, jit_now - jit_mark)
+            this_round["jit_share"] = round(jit_used / (time.monotonic() - started), 3)
+            if compiler_cpu and result.complete:
+                # What serving a request costs once compiled: the round's CPU without the compiler's.
+                this_round["jit_cpu_ms"] = round(jit_used * 1000 / result.complete, 4)
+                this_round["server_cpu_ms"] = round(max(0.0, cpu["cpu_seconds"] - jit_used) * 1000 / result.complete, 4)
             jit_mark = jit_now
         rounds.append(this_round)
         rate = result.requests_per_sec
         settled = single or (previous is not None and round_number >= step.warmup_min_rounds
                              and abs(rate - previous) <= step.warmup_settled * previous
-                             and this_round.get("jit_share", 0.0) <= (step.warmup_jit_quiet or 0.0))
+                             and (step.warmup_jit_quiet is None or this_round["jit_share"] <= step.warmup_jit_quiet))
         if settled:
             return {"settled": True, "rounds": rounds}
         previous = rate

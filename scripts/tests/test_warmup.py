@@ -91,3 +91,24 @@ def test_a_server_that_does_not_report_its_jit_is_an_error(monkeypatch):
     server.jit_per_round = None
     with pytest.raises(ServerFailed, match="jit_compile_seconds"):
         _warm_up(monkeypatch, [100, 100], _step(warmup_jit_quiet=0.1), server)
+
+
+class CompilingServer(FakeServer):
+    """A server whose JIT threads' CPU the driver reads itself: 0.5 s of each 2 s round."""
+
+    def __init__(self):
+        super().__init__([])
+        self.jit_cpu = 0.0
+
+    def jit_cpu_seconds(self):
+        self.jit_cpu += 0.25  # read once more at each round's end, and twice before the first
+        return self.jit_cpu
+
+
+def test_the_calibration_leaves_the_compilers_cpu_out(monkeypatch):
+    result = _warm_up(monkeypatch, [1000, 1000], _step(warmup_jit_quiet=None), CompilingServer())
+    last = result["rounds"][-1]
+    # 2 s of CPU for 2,000 requests, 0.25 s of it the compiler's: 0.875 ms to serve one.
+    assert last["server_cpu_ms"] == pytest.approx(0.875)
+    assert last["jit_cpu_ms"] == pytest.approx(0.125)
+    assert last["jit_share"] == pytest.approx(0.125)
