@@ -8,13 +8,16 @@ import statistics
 from pul import report
 from pul.results import _fmt, machine_line, markdown_table
 
-from .driver import (BASELINE, BASELINE_AGAIN, KINDS, LOAD_SATURATED, NO_CSRF, SERVER_SATURATED,
-                     WARMUP_JIT_QUIET, WARMUP_SETTLED)
+from .driver import (BASELINE, BASELINE_AGAIN, DEFAULT, KINDS, LOAD_SATURATED, NO_CSRF, SERVER_SATURATED,
+                     THOROUGH, WARMUP_JIT_QUIET, WARMUP_SETTLED)
 
 
 def summary_notes(results: dict) -> list[str]:
     analysis = analyse(results)
     notes = [f"Load tools: {analysis['verdict']}"]
+    mode = results.get("params", {}).get("mode")
+    if mode:
+        notes.append(MODES.get(mode, f"Mode: {mode}."))
     warmups = [(v["name"], v["warmup"]) for v in results["variants"] if v.get("warmup")]
     if warmups:
         counts = [len(w["rounds"]) for _, w in warmups]
@@ -34,6 +37,16 @@ def summary_notes(results: dict) -> list[str]:
                      f"{fit['cpu_slope_us']:.1f} µs from server CPU time (least-squares slope over chain "
                      f"lengths {', '.join(str(n) for n in fit['lengths'])}).")
     return notes
+
+# Results made before the two modes existed have no params["mode"]: they were thorough runs, and
+# their text stays as it was.
+MODES = {
+    DEFAULT: "Mode: default. One server offered every set-up, each request naming its filter chain in its path; "
+             "it warmed up until its JIT went quiet, then each set-up briefly; ab only. `--thorough` measures each "
+             "set-up on a fresh server, with ab and wrk.",
+    THOROUGH: "Mode: thorough. A fresh server per set-up, each warmed up until its JIT went quiet; ab and wrk.",
+}
+
 
 def table_columns(results: dict):
     analysis = analyse(results)
@@ -254,11 +267,16 @@ def noise_sentence(results: dict, analysis: dict, n: dict) -> str:
     agreement = analysis["baseline_agreement"]
     when = " at the end of the run" if results["variants"][-1]["name"] == BASELINE_AGAIN else ""
     repeat = ("" if agreement is None else
-              f"The baseline measured again{when} (`{BASELINE_AGAIN}`), on a fresh server, came "
+              f"The baseline measured again{when} (`{BASELINE_AGAIN}`), {_where_again(results)}, came "
               f"out {agreement:.1%} away from the first measurement "
               f"({'within' if agreement <= 0.10 else 'outside'} the 10% the lab aims for), and t")
     return ((repeat or "T") + f"he baseline's own runs spanned {n['base']['min']:,.0f}–{n['base']['max']:,.0f} "
             f"requests/s: costs smaller than about {n['noise_us']:.1f} µs per request are within that noise.")
+
+
+def _where_again(results: dict) -> str:
+    return ("on the same server, after every other set-up" if results.get("params", {}).get("mode") == DEFAULT
+            else "on a fresh server")
 
 
 def kinds_sentence(analysis: dict, n: dict) -> str:

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from pul import wrk
-from pul.errors import LoadFailed
+from pul.errors import LabError, LoadFailed
 from pul.lab import REPO
 from pul.testing import this_lab
 
@@ -48,14 +48,95 @@ def test_bad_chain_lengths_are_usage_errors(option, value):
     assert out.returncode == 2, out.stderr
 
 
-def test_every_step_selects_its_set_up_by_system_properties():
-    steps = LAB.steps({**LAB.defaults, "chain_lengths": "1,3"})
+def test_thorough_steps_select_their_set_up_by_system_properties():
+    steps = LAB.steps({**LAB.defaults, "mode": "thorough", "chain_lengths": "1,3"})
     names = [s.name for s in steps]
     assert names[:2] == ["none", "play-defaults"] and names[-1] == "none-again"
     assert {"plain-x1", "plain-x3", "essential-x3", "java-plain-x10", "logging-essential"} <= set(names)
     by_name = {s.name: s for s in steps}
     assert by_name["plain-x3"].setup == {"lab.filters": "plain", "lab.chain-length": "3"}
+    assert by_name["plain-x3"].endpoint == "status" and by_name["none-again"].fresh_server
     assert all(s.keep_alive and s.load_tools == ("ab", "wrk") for s in steps)
+    # Every server is fresh, so every one waits for its JIT as long as the first.
+    assert {s.warmup_min_rounds for s in steps} == {6}
+
+
+def test_default_steps_share_one_server_and_name_their_chain_per_request():
+    steps = LAB.steps(dict(LAB.defaults))
+    by_name = {s.name: s for s in steps}
+    # One set-up for all: one server start, which offers every chain once.
+    assert len({tuple(sorted(s.setup.items())) for s in steps}) == 1
+    offered = steps[0].setup["lab.setups"].split(",")
+    assert offered == list(dict.fromkeys(offered)) and "none-again" not in offered
+    assert {s.extra["bench_env"]["SETUP"] for s in steps} == set(offered)
+    assert by_name["none-again"].extra["bench_env"]["SETUP"] == "none"
+    assert all(s.endpoint == "setup" and s.load_tools == ("ab",) and not s.fresh_server for s in steps)
+    # The first set-up waits for the JIT; the others only for their own filters; the repeat for nothing.
+    assert steps[0].warmup_min_rounds > steps[1].warmup_min_rounds
+    assert by_name["none-again"].warmup_requests == 0
+    # The Java Filter chains serve a tenth of the others' rate: their runs last longer.
+    assert by_name["java-plain-x10"].seconds > by_name["plain-x10"].seconds
+
+
+def _params(*argv):
+    import argparse
+    parser = argparse.ArgumentParser()
+    LAB.add_arguments(parser)
+    return LAB.params(parser.parse_args(list(argv)))
+
+
+def test_thorough_brings_its_own_defaults_and_records_the_mode():
+    assert _params()["mode"] == "default"
+    assert _params()["repeat"] == LAB.defaults["repeat"]
+    thorough = _params("--thorough")
+    assert thorough["mode"] == "thorough"
+    assert (thorough["repeat"], thorough["seconds"], thorough["chain_lengths"]) == (5, 2, "1,3,10")
+    # An option typed out wins over either mode's default.
+    assert _params("--thorough", "--repeat", "2")["repeat"] == 2
+
+
+class _Server:
+    """A stand-in for the running server: /filters answers from a dict."""
+
+    def __init__(self, setups):
+        self.setups = setups
+
+    def get(self, path):
+        import json
+        return json.dumps({"setup": "none", "chain_length": 1, "filters": [], "setups": self.setups})
+
+
+def _chain(requests, length, calls=None):
+    return {"requests": requests, "filters": [{"class": "filters.NoopPlainFilter",
+                                               "calls": requests if calls is None else calls}] * length}
+
+
+def _verify(step, setups, complete):
+    record = {"complete": complete, "extra": {"runs": [{"complete": complete}]}}
+    LAB.verify_step(step, _Server(setups), record, None)
+    return record
+
+
+def test_the_shared_server_check_follows_each_chain_s_counts():
+    steps = {s.name: s for s in LAB.steps(dict(LAB.defaults))}
+    LAB._counts = None  # what inspect_server does for a fresh server
+    # First step: the counts include every warm-up, so only "at least what was measured".
+    _verify(steps["plain-x1"], {"plain-x1": _chain(5000, 1), "none": _chain(9000, 0)}, 3000)
+    # Next: plain-x1's chain served the new requests, and nobody else did.
+    _verify(steps["plain-x1"], {"plain-x1": _chain(8000, 1), "none": _chain(9000, 0)}, 3000)
+    with pytest.raises(LabError, match="other chains"):
+        _verify(steps["plain-x1"], {"plain-x1": _chain(11000, 1), "none": _chain(12000, 0)}, 3000)
+    LAB._counts = None
+    with pytest.raises(LabError, match="applied chain"):
+        _verify(steps["plain-x1"], {"plain-x1": _chain(2000, 1)}, 3000)
+    LAB._counts = None
+    with pytest.raises(LabError, match="filter 0"):
+        _verify(steps["plain-x1"], {"plain-x1": _chain(5000, 1, calls=10)}, 3000)
+    LAB._counts = None
+    with pytest.raises(LabError, match="expected 10 filters"):
+        _verify(steps["plain-x10"], {"plain-x10": _chain(5000, 3)}, 3000)
+    with pytest.raises(LabError, match="offers no chain"):
+        _verify(steps["essential-x10"], {"plain-x10": _chain(5000, 10)}, 3000)
 
 
 def _run(tool, rate, server=1.0, load=0.2, idle=0.0, cpu_us=None):

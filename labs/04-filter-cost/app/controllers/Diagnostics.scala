@@ -3,13 +3,14 @@ package controllers
 import javax.inject.Inject
 
 import akka.actor.ActorSystem
-import filters.{Counted, LabFilters}
-import play.api.libs.json.{JsNull, JsNumber, Json}
-import play.api.mvc.{AbstractController, ControllerComponents}
+import filters.{Counted, LabFilters, SetupChains}
+import play.api.libs.json.{JsNull, JsNumber, JsObject, Json}
+import play.api.mvc.{AbstractController, ControllerComponents, EssentialFilter}
 import work.PoolReport
 
 /** The measured action, and what the lab driver reads about the running server. */
-class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, labFilters: LabFilters)
+class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, labFilters: LabFilters,
+    chains: SetupChains)
     extends AbstractController(cc) {
 
   // ANCHOR: status
@@ -17,22 +18,31 @@ class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, labF
   def status = Action(Ok("ok\n"))
   // ANCHOR_END: status
 
+  /** The same action; the request handler picked the filter chain from the path. */
+  def statusBehind(setup: String) = status
+
   /** The set-up, and each filter in the order Play applies them, with its request count. */
   def filters = Action {
     Ok(
       Json.obj(
         "setup"        -> labFilters.setup,
         "chain_length" -> labFilters.chainLength,
-        "filters" -> labFilters.filters.map { filter =>
-          Json.obj(
-            "class" -> filter.getClass.getName,
-            "calls" -> (filter match {
-              case counted: Counted => JsNumber(counted.calls)
-              case _                => JsNull // Play's own filters keep no count
-            })
-          )
-        }
+        "filters"      -> describe(labFilters.filters),
+        // The chains requests choose by path (/setup/NAME/status), each with its own counts.
+        "setups" -> JsObject(chains.byName.toSeq.sortBy(_._1).map { case (name, chain) =>
+          name -> Json.obj("requests" -> chain.requests, "filters" -> describe(chain.filters))
+        })
       )
+    )
+  }
+
+  private def describe(chain: Seq[EssentialFilter]) = chain.map { filter =>
+    Json.obj(
+      "class" -> filter.getClass.getName,
+      "calls" -> (filter match {
+        case counted: Counted => JsNumber(counted.calls)
+        case _                => JsNull // Play's own filters keep no count
+      })
     )
   }
 

@@ -29,7 +29,23 @@ final class LabFilters @Inject() (config: Configuration, playDefaults: EnabledFi
   if (chainLength < 1)
     throw config.reportError("lab.chain-length", s"lab.chain-length must be at least 1 (got $chainLength)")
 
-  override val filters: Seq[EssentialFilter] = setup match {
+  override val filters: Seq[EssentialFilter] =
+    LabFilters.chain(setup, chainLength, playDefaults).getOrElse {
+      throw config.reportError(
+        "lab.filters",
+        s"lab.filters = '$setup' is not a set-up of this lab; use one of: ${LabFilters.Setups.mkString(", ")}")
+    }
+}
+
+object LabFilters {
+  val Setups: Seq[String] = Seq("none", "play-defaults", "plain", "essential", "java-plain", "java-essential",
+    "logging-plain", "logging-essential")
+
+  /** A fresh chain of the set-up's filters (None: no such set-up). */
+  def chain(setup: String, chainLength: Int, playDefaults: EnabledFilters)(
+      implicit mat: Materializer,
+      ec: ExecutionContext
+  ): Option[Seq[EssentialFilter]] = PartialFunction.condOpt(setup) {
     case "none"              => Nil
     case "play-defaults"     => playDefaults.filters
     case "plain"             => Seq.fill(chainLength)(new NoopPlainFilter)
@@ -38,15 +54,6 @@ final class LabFilters @Inject() (config: Configuration, playDefaults: EnabledFi
     case "java-essential"    => Seq.fill(chainLength)(new JavaNoopEssentialFilter)
     case "logging-plain"     => Seq(new TimingPlainFilter)
     case "logging-essential" => Seq(new TimingEssentialFilter)
-    case other =>
-      throw config.reportError(
-        "lab.filters",
-        s"lab.filters = '$other' is not a set-up of this lab; use one of: ${LabFilters.Setups.mkString(", ")}")
   }
 }
 // ANCHOR_END: lab-filters
-
-object LabFilters {
-  val Setups: Seq[String] = Seq("none", "play-defaults", "plain", "essential", "java-plain", "java-essential",
-    "logging-plain", "logging-essential")
-}

@@ -214,6 +214,57 @@ public class FilterSetupsTest {
   }
 
   @Test
+  public void eachRequestGoesThroughTheChainItsPathNames() {
+    // The default mode of the driver: one server, every set-up side by side.
+    Application app =
+        new GuiceApplicationBuilder()
+            .configure("lab.setups", "none,plain-x3,java-essential-x2,play-defaults-no-csrf")
+            .build();
+    TestServer server = Helpers.testServer(0, app);
+    server.start();
+    try {
+      int port = server.getRunningHttpPort().getAsInt();
+      for (int i = 0; i < 4; i++) {
+        assertEquals(200, get(port, "/setup/plain-x3/status").statusCode());
+      }
+      assertEquals(200, get(port, "/setup/none/status").statusCode());
+      assertEquals(404, get(port, "/setup/plian-x3/status").statusCode());
+      JsonNode setups = filters(port).get("setups");
+      assertEquals(4, setups.get("plain-x3").get("requests").asLong());
+      assertEquals(3, setups.get("plain-x3").get("filters").size());
+      for (JsonNode filter : setups.get("plain-x3").get("filters")) {
+        assertEquals(NoopPlainFilter.class.getName(), filter.get("class").asText());
+        assertEquals(4, filter.get("calls").asLong());
+      }
+      assertEquals(1, setups.get("none").get("requests").asLong());
+      assertEquals(0, setups.get("none").get("filters").size());
+      assertEquals(0, setups.get("java-essential-x2").get("requests").asLong());
+      assertEquals(
+          JavaNoopEssentialFilter.class.getName(),
+          setups.get("java-essential-x2").at("/filters/1/class").asText());
+      // Play's defaults without CSRF: the security headers are there, the forged post is not stopped.
+      assertEquals(2, setups.get("play-defaults-no-csrf").get("filters").size());
+      HttpResponse<String> response = get(port, "/setup/play-defaults-no-csrf/status");
+      assertEquals("DENY", response.headers().firstValue("X-Frame-Options").orElse(null));
+      // The server's own chain (lab.filters = none) still serves /status.
+      assertFalse(get(port, "/status").headers().firstValue("X-Frame-Options").isPresent());
+    } finally {
+      server.stop();
+    }
+  }
+
+  @Test
+  public void anUnknownSetupInTheListStopsTheApplication() {
+    try {
+      new GuiceApplicationBuilder().configure("lab.setups", "none,plain-x0").build();
+      fail("an unknown set-up must not start");
+    } catch (RuntimeException e) {
+      String message = String.valueOf(e.getMessage());
+      assertTrue(message, message.contains("plain-x0"));
+    }
+  }
+
+  @Test
   public void poolsMatchTheDriversSchema() {
     withSetup(
         "none",
