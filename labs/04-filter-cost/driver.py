@@ -43,9 +43,6 @@ WARMUP_NEXT_MAX_ROUNDS = 15
 DEFAULT, THOROUGH = "default", "thorough"
 # What --thorough changes when --repeat / --seconds are not given (the default mode's are in lab.toml).
 THOROUGH_PARAMS = {"repeat": 5, "seconds": 2, "chain_lengths": "1,3,10", "java_chain_lengths": "1,3,10"}
-# The Java `Filter` chains serve a few thousand requests/s at most (a tenth of the others): their
-# runs last this many times longer, so that each still counts thousands of requests.
-SLOW_KINDS = {"java-plain": 2}
 
 
 def chain_name(variant: str) -> str:
@@ -81,8 +78,7 @@ class FilterCost(Lab):
                                  f"{THOROUGH_PARAMS['repeat']} with --thorough)")
         parser.add_argument("--seconds", type=int, default=None, metavar="S",
                             help=f"length of each run and warm-up round, in seconds (default {d['seconds']}, "
-                                 f"{THOROUGH_PARAMS['seconds']} with --thorough; the Java Filter chains' runs "
-                                 "last twice as long)")
+                                 f"{THOROUGH_PARAMS['seconds']} with --thorough)")
 
     def params(self, options: argparse.Namespace) -> dict:
         params = super().params(options)
@@ -119,11 +115,10 @@ class FilterCost(Lab):
         steps = []
         for index, (name, filters, length) in enumerate(setups):
             first = index == 0 or thorough
-            seconds = params["seconds"] * (1 if thorough else SLOW_KINDS.get(filters, 1))
             steps.append(Step(
                 name=name, concurrency=params["concurrency"],
                 # An upper bound only: each run lasts `seconds`.
-                requests=1_000_000, seconds=seconds, repeat=params["repeat"],
+                requests=1_000_000, seconds=params["seconds"], repeat=params["repeat"],
                 load_tools=("ab", "wrk") if thorough else ("ab",), keep_alive=True,
                 # Nearly free requests: the JIT's progress shows for tens of seconds, so a fresh server
                 # warms up for at least WARMUP_MIN_ROUNDS rounds, until two agree within 5% and the JIT

@@ -74,8 +74,7 @@ def test_default_steps_share_one_server_and_name_their_chain_per_request():
     # The first set-up waits for the JIT; the others only for their own filters; the repeat for nothing.
     assert steps[0].warmup_min_rounds > steps[1].warmup_min_rounds
     assert by_name["none-again"].warmup_requests == 0
-    # The Java Filter chains serve a tenth of the others' rate: their runs last longer.
-    assert by_name["java-plain-x10"].seconds > by_name["plain-x10"].seconds
+    assert {s.seconds for s in steps} == {LAB.defaults["seconds"]}
 
 
 def _params(*argv):
