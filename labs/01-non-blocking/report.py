@@ -43,6 +43,7 @@ def render(results: dict, lab) -> dict[str, str]:
                       "the maximum under another name.")
     summary = "\n".join(f"- {note}" for note in summary_notes(results)) + "\n"
     return {
+        "book/src/generated/lab01-bounds.md": report.bounds_markdown(results),
         "book/src/generated/lab01-table.md": table,
         "book/src/generated/lab01-status-table.md": "\n".join(probe_rows) + "\n",
         "book/src/generated/lab01-summary.md": summary,

@@ -41,6 +41,7 @@ def render(results: dict, lab) -> dict[str, str]:
                      f"with `-D{COMMON_PARALLELISM}`.")
     summary = "\n".join(f"- {note}" for note in summary_notes(results)) + "\n"
     return {
+        "book/src/generated/lab02-bounds.md": report.bounds_markdown(results),
         "book/src/generated/lab02-table.md": table,
         "book/src/generated/lab02-variants.md": "\n".join(how_rows) + "\n",
         "book/src/generated/lab02-pools.md": "\n".join(pool_rows) + "\n",

@@ -20,6 +20,8 @@ from pul.lab import Lab, Prediction, Step
 # the last c requests finish while no new ones start, which lowers the average number in
 # flight by about c * R / (2 T) = c / (2 * this); at 10 the drain costs at most 5 %.
 REQUESTS_PER_CONCURRENCY = 10
+# Requests of an echo step's calibration round (at least 2 x c): about a second at the echo's rate.
+CALIBRATION_REQUESTS = 1500
 # Little's law check: c must lie within X * [lowest, highest possible mean latency], widened by this.
 LITTLE_TOLERANCE = 0.10
 # The fixed-service sweep goes up to this many times the pool size (well past the knee).
@@ -128,8 +130,11 @@ class ConcurrencyHighway(Lab):
             steps.append(Step(
                 name=f"c={c}", endpoint="echo", concurrency=c,
                 requests=max(params["requests"], REQUESTS_PER_CONCURRENCY * c),
-                # One warm-up (repeated until it settles) for the whole sweep, at c=8.
-                warmup_requests=max(params["requests"], 4000) if c == echo_warmup_at else 0,
+                # One warm-up (repeated until it settles) for the whole sweep, at c=8; every other
+                # step gets a single round at its own concurrency, which calibrates its CPU bounds.
+                warmup_requests=(max(params["requests"], 4000) if c == echo_warmup_at
+                                 else max(CALIBRATION_REQUESTS, 2 * c)),
+                warmup_max_rounds=8 if c == echo_warmup_at else 1,
                 extra={"sweep": "echo", "payload": payload,
                        "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(params["step_seconds"])}}))
         capacity = params["pool_size"] / (params["work_ms"] / 1000)
@@ -151,7 +156,8 @@ class ConcurrencyHighway(Lab):
                     # concurrency: only the cap on requests in flight; the load is the rate.
                     name=f"open-{arrivals}-rate={rate}", endpoint="fixed", concurrency=OPEN_LOOP_MAX_IN_FLIGHT,
                     requests=round(rate * OPEN_LOOP_SECONDS), pool="lanes", service_ms=params["work_ms"],
-                    warmup_requests=0,
+                    # The load is the rate: a closed-loop calibration round would not measure it.
+                    warmup_requests=0, calibrate=False,
                     extra={"sweep": "open", "payload": payload, "offered_rate": rate,
                            "fraction_of_capacity": fraction, "seconds": OPEN_LOOP_SECONDS,
                            "arrivals": arrivals, **seed,
@@ -163,7 +169,8 @@ class ConcurrencyHighway(Lab):
     def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
         sweep_name = step.extra.get("sweep")
         if sweep_name == "echo":
-            return Prediction(None, "echo: model drawn from the c=1 step (see the figures)")
+            # Pure CPU: the driver's CPU bounds (pul.model), calibrated at this step's concurrency.
+            return Prediction(None, "no bound of the lab's own: the echo's CPU")
         if sweep_name == "open":
             threads = pools["pools"]["lanes"]["threads"]
             capacity = threads / (step.service_ms / 1000)

@@ -144,14 +144,30 @@ def summary_notes(results: dict) -> list[str]:
 def render(results: dict, lab) -> dict[str, str]:
     machine = machine_line(results) + "\n"
     return {
+        "book/src/generated/lab05-bounds.md": report.bounds_markdown(
+            results, [v["name"] for v in results["variants"] if v["extra"].get("sweep") != "open"]),
         "book/src/generated/lab05-echo-table.md": closed_table(sweep(results, "")) + "\n" + machine,
         "book/src/generated/lab05-fixed-table.md": closed_table(sweep(results, "fixed-")) + "\n" + machine,
         "book/src/generated/lab05-open-table.md": open_table(results) + "\n" + machine,
         "book/src/generated/lab05-summary.md": "\n".join(f"- {n}" for n in summary_notes(results)) + "\n",
         "book/src/generated/lab05-model.md": model_sentences(results),
+        "book/src/generated/lab05-cpu-per-request.md": cpu_per_request_table(sweep(results, "")),
         "book/src/figures/lab05-throughput.svg": throughput_figure(results),
         "book/src/figures/lab05-latency.svg": latency_figure(results),
     }
+
+
+def cpu_per_request_table(steps: list[dict]) -> str:
+    """The echo's server CPU per request at each concurrency: calibrated before the step, and
+    during it; and the bound the calibration gave against the measured throughput."""
+    rows = ["| c | CPU ms/request, calibrated | CPU ms/request, measured | server CPU bound req/s "
+            "| measured req/s | bound by |", "|---:|---:|---:|---:|---:|:---|"]
+    for v in steps:
+        calibration = v.get("calibration") or {}
+        rows.append(f"| {v['concurrency']:,} | {_f(calibration.get('server_cpu_ms'), 3)} "
+                    f"| {_f(v.get('server_cpu_ms_per_request'), 3)} | {_f((v.get('bounds') or {}).get('server CPU'), 0)} "
+                    f"| {_f(v['requests_per_sec'], 0)} | {v.get('bound_by') or '–'} |")
+    return "\n".join(rows) + "\n"
 
 
 def _f(value: float | None, digits: int = 1) -> str:

@@ -11,6 +11,7 @@ import subprocess
 import traceback
 from pathlib import Path
 
+from . import model
 from .errors import BadResults, LabError
 from .lab import Lab
 from .results import load, write_text_atomic
@@ -98,6 +99,41 @@ $data << EOD
 {data}
 EOD
 plot $data using 2:xtic(1) title "measured" linecolor rgb "#1f77b4", \\
-     '' using 3 title "predicted (Little's law)" linecolor rgb "#bbbbbb"
+     '' using 3 title "predicted (the smallest bound)" linecolor rgb "#bbbbbb"
 """
     return gnuplot_svg(script)
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
+    """The model of a run, for the book: each variant's bounds in requests/s (the one that binds
+    in bold), measured/predicted, then the arithmetic of every binding bound and its calibration."""
+    variants = [v for v in results["variants"] if v.get("bounds") and (names is None or v["name"] in names)]
+    if not variants:
+        return "This run has no model of bounds (it was made before the driver had one).\n"
+    resources = [r for r in model.NAMES if any(r in v["bounds"] for v in variants)]
+    lines = ["| variant | " + " | ".join(resources) + " | bound by | measured req/s | measured/predicted |",
+             "|:---|" + "---:|" * len(resources) + ":---|---:|---:|"]
+    for v in variants:
+        cells = []
+        for resource in resources:
+            value = _number(v["bounds"].get(resource)) if resource in v["bounds"] else "–"
+            cells.append(f"**{value}**" if resource == v.get("bound_by") else value)
+        ratio = v.get("measured_over_predicted")
+        lines.append(f"| {v['name']} | " + " | ".join(cells) + f" | {v.get('bound_by') or '–'} | "
+                     f"{_number(v['requests_per_sec'])} | {'–' if ratio is None else f'{ratio:.2f}'} |")
+    lines.append("")
+    for v in variants:
+        why = (v.get("bounds_arithmetic") or {}).get(v.get("bound_by"), v.get("prediction", ""))
+        line = f"- **{v['name']}**: {why} = {_number(v['predicted_requests_per_sec'])} req/s"
+        calibration = v.get("calibration")
+        if calibration and calibration.get("server_cpu_ms") is not None:
+            low, high = calibration["server_cpu_ms_spread"]
+            line += (f"; server CPU per request {calibration['server_cpu_ms']:.3g} ms before the run "
+                     f"(last {calibration['rounds']} rounds: {low:.3g}–{high:.3g} ms), "
+                     f"{v['server_cpu_ms_per_request']:.3g} ms during it" if v.get("server_cpu_ms_per_request") else "")
+        lines.append(line + ".")
+    return "\n".join(lines) + "\n"

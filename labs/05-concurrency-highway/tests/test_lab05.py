@@ -160,3 +160,18 @@ def test_open_loop_queue_builds_only_past_capacity(smoke):
 
 def test_random_arrivals_wait_as_m_d_c_says_and_even_ones_do_not(smoke):
     check_random_arrivals_wait_as_m_d_c_says(smoke)
+
+
+# The model's band: a measurement this close to the bound it names (pul.model) confirms the model.
+BAND = (0.85, 1.10)
+
+
+def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
+    closed = [v for v in smoke["variants"] if v["extra"].get("sweep") in ("echo", "fixed")]
+    for v in closed:
+        assert v["bound_by"] and v["predicted_requests_per_sec"] == min(v["bounds"].values()), v["name"]
+        assert BAND[0] <= v["measured_over_predicted"] <= BAND[1], (v["name"], v["bounds"], v["requests_per_sec"])
+    # The echo is pure CPU: past one request in flight, the server's core binds, not a pool.
+    assert {v["bound_by"] for v in closed if v["extra"]["sweep"] == "echo" and v["concurrency"] >= 4} \
+        == {"server CPU"}
+    assert {v["bound_by"] for v in closed if v["extra"]["sweep"] == "fixed"} <= {"requests in flight", "threads"}
