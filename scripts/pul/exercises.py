@@ -83,6 +83,10 @@ class Exercise:
     app_decides: list[str]
     expect: list[Expectation]
     warmup: int | None = None
+    # At most this many warm-up rounds per variant (None: as many as the lab's steps allow). A
+    # check whose effect is many times its margin needs no JIT-quiet server, and a lab's thorough
+    # warm-up (lab 04: up to 60 rounds) would make it wait minutes for a verdict.
+    warmup_rounds: int | None = None
     allow_errors: bool = False
 
     @property
@@ -183,11 +187,19 @@ def load(lab: Lab) -> list[Exercise]:
             lab=lab, id=raw["id"], title=raw["title"], task=" ".join(raw["task"].split()),
             measure=list(raw["measure"]), params=dict(raw.get("params", {})),
             app_decides=list(raw.get("app_decides", [])), expect=expectations,
-            warmup=raw.get("warmup"), allow_errors=bool(raw.get("allow_errors", False))))
+            warmup=raw.get("warmup"), warmup_rounds=_warmup_rounds(raw, where),
+            allow_errors=bool(raw.get("allow_errors", False))))
     ids = [e.id for e in exercises]
     if len(set(ids)) != len(ids):
         raise ExerciseSpecError(f"{path}: exercise ids must be unique ({', '.join(ids)})")
     return exercises
+
+
+def _warmup_rounds(raw: dict, where: str) -> int | None:
+    rounds = raw.get("warmup_rounds")
+    if rounds is not None and (not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1):
+        raise ExerciseSpecError(f"{where}: warmup_rounds must be a whole number of at least 1, not {rounds!r}")
+    return rounds
 
 
 # -- judging a measurement --------------------------------------------------
@@ -288,9 +300,10 @@ def _indent(text: str, prefix: str, hanging: str = "  ") -> str:
 
 # -- checking ---------------------------------------------------------------
 
-def at_dir(lab: Lab, lab_dir: Path, app_decides: tuple[str, ...] = ()) -> Lab:
+def at_dir(lab: Lab, lab_dir: Path, app_decides: tuple[str, ...] = (), warmup_rounds: int | None = None) -> Lab:
     """The same lab, built and run from `lab_dir` (maybe a scratch copy), and without passing the
-    server the `app_decides` parameters, so that the app's own configuration decides them."""
+    server the `app_decides` parameters, so that the app's own configuration decides them; with
+    `warmup_rounds`, no step warms up for more rounds than that."""
     hidden = {f"lab.{key.replace('_', '-')}" for key in app_decides}
     base = type(lab)
 
@@ -301,6 +314,9 @@ def at_dir(lab: Lab, lab_dir: Path, app_decides: tuple[str, ...] = ()) -> Lab:
         steps = base.steps(self, params)
         for step in steps:
             step.setup = {k: v for k, v in step.setup.items() if k not in hidden}
+            if warmup_rounds is not None:
+                step.warmup_max_rounds = min(step.warmup_max_rounds, warmup_rounds)
+                step.warmup_min_rounds = min(step.warmup_min_rounds, step.warmup_max_rounds)
         return steps
 
     moved = copy.copy(lab)
@@ -318,7 +334,7 @@ def check_params(exercise: Exercise) -> dict:
 def run_exercise(exercise: Exercise, lab: Lab, quiet: bool) -> tuple[list[Verdict], float]:
     """Build `lab` (maybe a copy) as it is now, measure the exercise's variants, judge them."""
     started = time.monotonic()
-    lab = at_dir(lab, lab.dir, tuple(exercise.app_decides))
+    lab = at_dir(lab, lab.dir, tuple(exercise.app_decides), exercise.warmup_rounds)
     results_dir = lab.dir / "target" / "pul" / "checks" / exercise.id
     params = check_params(exercise)
     argv = ["check", exercise.lab.number, exercise.id]
