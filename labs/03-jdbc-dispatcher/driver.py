@@ -378,8 +378,12 @@ class JdbcDispatcher(Lab):
                f"{connections} connections) / ({pools['query_ms']} ms wait + {alone_ms:g} ms query)")
         cpu_ms = calibration.get("postgres_cpu_ms")
         service_ms = round(busy_ms, 3)
+        # Which of the three Little's law takes the minimum of limits the requests in service.
+        pool_bound = ("connections" if connections < min(step.concurrency, threads) else
+                      "threads" if threads < step.concurrency else "requests in flight")
+        bounds = {pool_bound: round(littles_law, 1)}
         if params.get("postgres_cpus") is None or not cpu_ms:
-            return Prediction(round(littles_law, 1), why, facts, service_ms)
+            return Prediction(round(littles_law, 1), why, facts, service_ms, pool_bound, bounds, {pool_bound: why})
         cores = calibration["postgres_cores"]
         ceiling = cores / (cpu_ms / 1000.0)
         facts.update({
@@ -388,11 +392,17 @@ class JdbcDispatcher(Lab):
             "postgres_ceiling_requests_per_sec": round(ceiling, 1),
             "queueing_requests_per_sec": round(mean_value_analysis(in_service, busy_ms, cpu_ms, cores), 1),
         })
+        bounds["database CPU"] = round(ceiling, 1)
+        # The throwaway cluster runs on the load generator's cores (params()): pul.model adds ab's
+        # CPU per request to the database's, since both spend those cores on every request.
+        facts["database_on_load_cores"] = {"cores": cores, "cpu_ms": cpu_ms}
+        arithmetic = {pool_bound: why, "database CPU": f"{cores} core(s) / {cpu_ms:g} ms of PostgreSQL CPU per query"}
         if ceiling < littles_law:
             return Prediction(round(ceiling, 1), f"PostgreSQL's CPU: {cores} core(s) / "
                                                  f"{cpu_ms:g} ms of CPU per query (Little's law alone: "
-                                                 f"{littles_law:,.0f})", facts, service_ms)
-        return Prediction(round(littles_law, 1), why, facts, service_ms)
+                                                 f"{littles_law:,.0f})", facts, service_ms, "database CPU", bounds,
+                              arithmetic)
+        return Prediction(round(littles_law, 1), why, facts, service_ms, pool_bound, bounds, arithmetic)
 
     def verify_step(self, step: Step, server, record: dict, services: Services) -> None:
         """Record PostgreSQL's CPU during the measured run and the server's connection-timeout count."""

@@ -25,6 +25,10 @@ IN_FLIGHT = "requests in flight"
 OFFERED = "offered rate"
 NAMES = (THREADS, CONNECTIONS, SERVER_CPU, DATABASE_CPU, LOAD_GENERATOR, IN_FLIGHT, OFFERED)
 
+# A Prediction.facts key: {"cores", "cpu_ms"} of a database that shares the load generator's cores
+# (lab 03's throwaway PostgreSQL), whose bound then counts both programs' CPU.
+SHARED_DATABASE = "database_on_load_cores"
+
 # The load tools' threads: ab is one thread; wrk runs WRK_THREADS (scripts/lib/bench.sh) of them.
 TOOL_THREADS = {"ab": 1, "wrk": 2}
 
@@ -56,7 +60,14 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
         bounds[SERVER_CPU] = round(cpu_bound(server_cores, server_ms), 1)
         why[SERVER_CPU] = _arithmetic(server_cores, server_ms, "server")
     load_ms, load_cores = calibration.get("load_cpu_ms"), calibration.get("load_cores")
-    if load_ms and load_cores and not open_loop:
+    shared = prediction.facts.get(SHARED_DATABASE)
+    if shared and load_ms and DATABASE_CPU in bounds and not open_loop:
+        # The database runs on the load generator's cores: both spend them on every request.
+        cores, database_ms = shared["cores"], shared["cpu_ms"]
+        bounds[DATABASE_CPU] = round(cpu_bound(cores, database_ms + load_ms), 1)
+        why[DATABASE_CPU] = (f"{cores:g} core{'s' if cores != 1 else ''} / ({database_ms:.3g} ms of database + "
+                             f"{load_ms:.3g} ms of load-generator CPU per request), on the same core(s)")
+    elif load_ms and load_cores and not open_loop:
         bounds[LOAD_GENERATOR] = round(cpu_bound(load_cores, load_ms), 1)
         why[LOAD_GENERATOR] = _arithmetic(load_cores, load_ms, "load-generator")
     if not bounds.keys() - {SERVER_CPU, LOAD_GENERATOR} and server_ms and load_ms and not open_loop:

@@ -56,3 +56,15 @@ def test_no_calibration_leaves_the_labs_prediction():
 def test_every_bound_has_its_arithmetic():
     prediction = model.combine(_lab_prediction("offload"), ONE_CORE, 50)
     assert set(prediction.arithmetic) == set(prediction.bounds)
+
+
+def test_a_database_on_the_load_generators_core_shares_it_with_ab():
+    # PostgreSQL 3 ms and ab 0.3 ms of one core per request: 1 / 3.3 ms, not 1 / 3 ms.
+    lab03 = Prediction(333.3, "database", bound_by=model.DATABASE_CPU,
+                       bounds={model.THREADS: 400.0, model.DATABASE_CPU: 333.3},
+                       facts={model.SHARED_DATABASE: {"cores": 1, "cpu_ms": 3.0}})
+    calibration = {"server_cpu_ms": 1.0, "server_cores": 1, "load_cpu_ms": 0.3, "load_cores": 1}
+    prediction = model.combine(lab03, calibration, 64)
+    assert prediction.bound_by == model.DATABASE_CPU
+    assert prediction.requests_per_sec == pytest.approx(1 / 0.0033, rel=1e-3)
+    assert model.LOAD_GENERATOR not in prediction.bounds
