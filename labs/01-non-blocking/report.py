@@ -26,6 +26,7 @@ def summary_notes(results: dict) -> list[str]:
                          f"{describe_tail(p)}, while the load ran.")
         elif p:
             notes.append(f"{v['name']}: /status never answered while the load ran ({p['failed']:,} failed).")
+    notes += [sentence for sentence in map(report.bound_sentence, results["variants"]) if sentence]
     return notes
 
 

@@ -21,6 +21,7 @@ def summary_notes(results: dict) -> list[str]:
         if "completable_future_executor" in v["extra"]:
             notes.append(f"{v['name']}: common pool parallelism {v['extra']['common_pool_parallelism']}, "
                          f"so supplyAsync(work) ran on {v['extra']['completable_future_executor']}.")
+    notes += [sentence for sentence in map(report.bound_sentence, results["variants"]) if sentence]
     return notes
 
 
