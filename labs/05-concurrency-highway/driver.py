@@ -20,8 +20,6 @@ from pul.lab import Lab, Prediction, Step
 # the last c requests finish while no new ones start, which lowers the average number in
 # flight by about c * R / (2 T) = c / (2 * this); at 10 the drain costs at most 5 %.
 REQUESTS_PER_CONCURRENCY = 10
-# Requests of an echo step's calibration round (at least 2 x c): about a second at the echo's rate.
-CALIBRATION_REQUESTS = 1500
 # Little's law check: c must lie within X * [lowest, highest possible mean latency], widened by this.
 LITTLE_TOLERANCE = 0.10
 # The fixed-service sweep goes up to this many times the pool size (well past the knee).
@@ -130,11 +128,10 @@ class ConcurrencyHighway(Lab):
             steps.append(Step(
                 name=f"c={c}", endpoint="echo", concurrency=c,
                 requests=max(params["requests"], REQUESTS_PER_CONCURRENCY * c),
-                # One warm-up (repeated until it settles) for the whole sweep, at c=8; every other
-                # step gets a single round at its own concurrency, which calibrates its CPU bounds.
-                warmup_requests=(max(params["requests"], 4000) if c == echo_warmup_at
-                                 else max(CALIBRATION_REQUESTS, 2 * c)),
-                warmup_max_rounds=8 if c == echo_warmup_at else 1,
+                # One warm-up (repeated until it settles) for the whole sweep, at c=8; every step
+                # then gets one calibration round at its own concurrency (pul.run.calibration),
+                # right before its measured run.
+                warmup_requests=max(params["requests"], 4000) if c == echo_warmup_at else 0,
                 extra={"sweep": "echo", "payload": payload,
                        "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(params["step_seconds"])}}))
         capacity = params["pool_size"] / (params["work_ms"] / 1000)

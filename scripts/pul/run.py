@@ -226,7 +226,9 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
         return None
     rounds = list((warmup or {}).get("rounds", []))
     if not fresh or not rounds:
-        one = replace(step, warmup_max_rounds=1, warmup_requests=step.warmup_requests or max(200, step.requests // 5))
+        # ab refuses fewer requests than its concurrency; twice as many keep the round's drain short.
+        requests = max(step.warmup_requests or max(200, step.requests // 5), 2 * step.concurrency)
+        one = replace(step, warmup_max_rounds=1, warmup_requests=requests)
         extra = warm_up(lab, one, server, replace(options, warmup=None), pin, raw_dir, children, progress, eta)
         rounds += (extra or {}).get("rounds", [])
     last = [r for r in rounds[-2:] if r.get("server_cpu_ms") is not None]
@@ -519,17 +521,21 @@ UNTIMED_RUN_SECONDS = 6
 def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
     """The run's phases and their expected seconds, for the time left (pul.progress.Eta): warm-up
     rounds at their minimum count, one calibration round where a group has several steps."""
+    def round_seconds(step: Step) -> float:
+        return step.warmup_seconds or step.seconds or UNTIMED_RUN_SECONDS
+
     phases: list[tuple[str, float]] = []
     for number, (_, group) in enumerate(group_by_server(steps)):
         phases.append((f"start {number}", SERVER_START_SECONDS))
         for step in group:
             warms = options.warmup != 0 and step.warmup_requests != 0
-            phases.append((f"warm {step.name}", _round_seconds(step, options) * step.warmup_min_rounds if warms else 0))
+            rounds = 1 if step.warmup_max_rounds == 1 else step.warmup_min_rounds
+            phases.append((f"warm {step.name}", round_seconds(step) * rounds if warms else 0))
         for step in group:
             run_seconds = step.seconds or UNTIMED_RUN_SECONDS
             calibrating = step.calibrate and (len(group) > 1 or step.warmup_requests == 0)
             phases.append((f"measure {step.name}", run_seconds * step.repeat * len(step.load_tools)
-                           + (_round_seconds(step, options) if calibrating else 0)))
+                           + (round_seconds(step) if calibrating else 0)))
     return phases
 
 
