@@ -123,7 +123,10 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
     pg32 = by_pool[32]["extra"].get("postgres_cpu_utilization")
     pg4 = by_pool[4]["extra"].get("postgres_cpu_utilization")
     assert pg32 is not None and pg4 is not None and pg32 > 2.5 * pg4, (pg4, pg32)
-    assert by_pool[32]["load_cores_busy"] >= 0.8, by_pool[32]["load_cores_busy"]
+    # Its core (PostgreSQL's and ab's) is busy on the plateau proper: at 64, 0.83-0.85 in five
+    # default-mode runs here. At 32, just past the corner, it was 0.77-0.85 in six, too close
+    # to the line to test.
+    assert by_pool[64]["load_cores_busy"] >= 0.8, by_pool[64]["load_cores_busy"]
     # Identical waits put the connections in lockstep: the same pool serves clearly less. The
     # worst case, N / (wait + N x CPU per request), is about 0.65 of the varied waits' rate; 0.70
     # to 0.72 measured here in three runs, while the varied rate at 16 repeated within 3%: a
