@@ -409,13 +409,8 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
 
 def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     """Measure the lab's chosen variants; write, print and return the results."""
-    # Before the build and before anything of ours runs: is the machine quiet?
-    load_at_start = machine.load_average()
     clean_leftovers()
     progress = Progress(quiet=options.quiet)
-    busy = machine.busy_warning(load_at_start)
-    if busy:
-        progress.note("warning: " + busy)
     children = Children()
     token = run_id()
     started = results.utc_now()
@@ -436,6 +431,13 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     try:
         with bench_lock(progress, ". If that is `scripts/lab serve`, it holds the lock while it serves: "
                         "load it from another machine" if same_machine else ""):
+            # Once the machine is ours, before the build: is it quiet? And the run's time starts here,
+            # not while it waited for another measurement to finish.
+            load_at_start = machine.load_average()
+            busy = machine.busy_warning(load_at_start)
+            if busy:
+                progress.note("warning: " + busy)
+            measuring_since = results.utc_now()
             pools, variants = _measure_all(lab, params, steps, options, pin, remote, where, children, progress)
     finally:
         children.stop_all()
@@ -447,7 +449,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         "title": lab.title,
         "started_at": results.iso(started),
         "finished_at": results.iso(finished),
-        "duration_s": int((finished - started).total_seconds()),
+        "duration_s": int((finished - measuring_since).total_seconds()),
+        "waited_for_lock_s": int((measuring_since - started).total_seconds()),
         "command": "scripts/lab " + " ".join(shlex.quote(a) for a in argv),
         "run_id": token,
         "machine": {**machine.facts(lab.dir, pin, found.get("ab"), load_at_start),
