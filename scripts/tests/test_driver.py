@@ -100,12 +100,13 @@ def test_chosen_variants_run_in_the_order_given():
     LAB04 = resolve("04")
 
     chosen = ("none", "none-again", "plain-x1", "none")
-    steps = select_steps(LAB04, {**LAB04.defaults, "chain_lengths": "1"}, chosen)
+    thorough = {**LAB04.defaults, "chain_lengths": "1", "mode": "thorough"}
+    steps = select_steps(LAB04, thorough, chosen)
     assert [s.name for s in steps] == ["none", "none-again", "plain-x1"]
-    # ... and the repeat gets a server of its own, although its set-up is the baseline's.
+    # ... and with --thorough, the repeat gets a server of its own, although its set-up is the baseline's.
     assert [[s.name for s in g] for _, g in group_by_server(steps)] == [["none"], ["none-again"], ["plain-x1"]]
     with pytest.raises(UsageError, match="unknown variant"):
-        select_steps(LAB04, {**LAB04.defaults, "chain_lengths": "1"}, ("nonesuch",))
+        select_steps(LAB04, thorough, ("nonesuch",))
 
 
 def test_pinning_puts_server_and_load_on_different_cores():
