@@ -397,11 +397,23 @@ class JdbcDispatcher(Lab):
         # CPU per request to the database's, since both spend those cores on every request.
         facts["database_on_load_cores"] = {"cores": cores, "cpu_ms": cpu_ms}
         arithmetic = {pool_bound: why, "database CPU": f"{cores} core(s) / {cpu_ms:g} ms of PostgreSQL CPU per query"}
+        if step.extra.get("query_jitter") == 0:
+            # Identical waits: the queries come back together and queue for the core as one convoy,
+            # which the core serves before any of them can wait again. A cycle is the wait plus the
+            # whole convoy's CPU, so in_service / (wait + in_service x CPU per query / cores).
+            cycle_ms = float(pools["query_ms"]) + in_service * cpu_ms / cores
+            convoy = in_service / (cycle_ms / 1000.0)
+            facts["convoy_requests_per_sec"] = round(convoy, 1)
+            if convoy < ceiling:
+                ceiling = convoy
+                bounds["database CPU"] = round(convoy, 1)
+                arithmetic["database CPU"] = (f"in lockstep: {in_service} queries / ({pools['query_ms']} ms wait + "
+                                              f"{in_service} x {cpu_ms:g} ms of PostgreSQL CPU on {cores} core(s))")
+                # The convoy already counts the core's whole round; ab's share does not add to it.
+                facts.pop("database_on_load_cores")
         if ceiling < littles_law:
-            return Prediction(round(ceiling, 1), f"PostgreSQL's CPU: {cores} core(s) / "
-                                                 f"{cpu_ms:g} ms of CPU per query (Little's law alone: "
-                                                 f"{littles_law:,.0f})", facts, service_ms, "database CPU", bounds,
-                              arithmetic)
+            return Prediction(round(ceiling, 1), arithmetic["database CPU"], facts, service_ms, "database CPU",
+                              bounds, arithmetic)
         return Prediction(round(littles_law, 1), why, facts, service_ms, pool_bound, bounds, arithmetic)
 
     def verify_step(self, step: Step, server, record: dict, services: Services) -> None:

@@ -172,3 +172,21 @@ def test_wide_jitter_line_says_the_core_idles_less_only_when_it_does():
     assert "94% busy, against 85%" in busier and "idles less" in busier
     same = _wide_jitter_line(_step("wide-jitter-pool=64", 252.0, 0.86, 1.0), varied, 0.5)
     assert "no clear difference" in same and "idles less" not in same
+
+
+def test_lockstep_waits_are_bound_by_the_convoy():
+    # 32 connections, 80 ms waits, 3 ms of PostgreSQL CPU per query on one core: in lockstep a
+    # cycle is 80 ms + 32 x 3 ms, so 32 / 0.176 s; with jitter, one core / 3 ms = 333 req/s.
+    from pul.lab import Step
+
+    pools = {"pools": {"database": {"threads": 32}, "connections": {"threads": 32}}, "query_ms": 80,
+             "calibration": {"median_ms": 3.0, "postgres_cpu_ms": 3.0, "postgres_cores": 1}}
+    params = {"postgres_cpus": "1"}
+    jittered = Step(name="pool=32", endpoint="x", concurrency=64, requests=1, pool="database",
+                    extra={"pool_size": 32})
+    lockstep = Step(name="lockstep-pool=32", endpoint="x", concurrency=64, requests=1, pool="database",
+                    extra={"pool_size": 32, "query_jitter": 0.0})
+    assert LAB.predict(jittered, pools, params).bounds["database CPU"] == pytest.approx(333.3, abs=0.1)
+    convoy = LAB.predict(lockstep, pools, params)
+    assert convoy.bound_by == "database CPU"
+    assert convoy.requests_per_sec == pytest.approx(32 / 0.176, abs=0.1)
