@@ -49,6 +49,7 @@ def render(results: dict, lab) -> dict[str, str]:
             + _database_line(results) + "\n")
         artifacts["book/src/figures/lab03-sweep.svg"] = sweep_figure(sweep)
         artifacts["book/src/generated/lab03-sweep-summary.md"] = sweep_summary(sweep)
+    artifacts["book/src/generated/lab03-bounds.md"] = report.bounds_markdown(results)
     return artifacts
 
 
@@ -125,12 +126,13 @@ TABLE_COLUMNS = [
      if (v.get("extra") or {}).get("postgres_cpu_utilization") is not None else "–", True),
     ("its core, all users", lambda v: f"{v['load_cores_busy']:.0%}" if v.get("load_cores_busy") is not None else "–", True),
     ("predicted req/s", lambda v: _fmt(v["predicted_requests_per_sec"], 0), True),
+    ("bound by", lambda v: _fmt(v.get("bound_by")), False),
     ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
 ]
 
 SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", "/status p99 ms (n)")]
 SWEEP_COLUMNS[1] = ("pool (connections = threads)", lambda v: _extra(v, "pool_size"), True)
-SWEEP_COLUMNS.insert(-1, ("with queueing req/s", lambda v: _extra(v, "queueing_requests_per_sec"), True))
+SWEEP_COLUMNS.insert(-2, ("with queueing req/s", lambda v: _extra(v, "queueing_requests_per_sec"), True))
 # The default mode: one server has connections for the largest pool; a step's threads bound those in use.
 SHARED_SWEEP_COLUMNS = [*SWEEP_COLUMNS]
 SHARED_SWEEP_COLUMNS[1] = ("pool (threads = most connections in use)", SWEEP_COLUMNS[1][1], True)
