@@ -7,6 +7,7 @@ import fcntl
 import os
 import resource
 import shlex
+import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -439,6 +440,10 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                 progress.note("warning: " + busy)
             measuring_since = results.utc_now()
             pools, variants = _measure_all(lab, params, steps, options, pin, remote, where, children, progress)
+    except BaseException:
+        # A run that did not finish leaves no raw output beside the committed run's (Ctrl-C, a failure).
+        shutil.rmtree(where.raw_dir, ignore_errors=True)
+        raise
     finally:
         children.stop_all()
     progress.clear()

@@ -86,7 +86,8 @@ def test_a_repeat_run_agrees_within_15_percent(smoke, tmp_path):
 def test_interrupting_a_run_leaves_no_process_behind(tmp_path, signum):
     driver = Driver("01", "--results-dir", str(tmp_path), "--no-report", log=tmp_path / "driver.log")
     try:
-        driver.wait_for("measuring", timeout=240)
+        # Mid-run: the server up and ab loading it (a warm-up round is a run of ab like any other).
+        driver.wait_for("warm-up round 2", timeout=240)
         assert driver.children(), "nothing running mid-measurement?"
         if signum == signal.SIGINT:
             driver.ctrl_c()
@@ -96,6 +97,7 @@ def test_interrupting_a_run_leaves_no_process_behind(tmp_path, signum):
         assert code == 128 + signum, driver.output()[-2000:]
         assert driver.leftovers() == []
         assert not (tmp_path / "latest.json").exists(), "an interrupted run must not write results"
+        assert not [p for p in tmp_path.iterdir() if p.name != "driver.log"], "nor leave its raw output"
     finally:
         driver.kill_everything()
 
