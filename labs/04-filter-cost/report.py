@@ -74,6 +74,10 @@ def table_columns(results: dict):
         ("cost µs/req vs none", lambda v: cost(v, "us"), True),
         ("CPU cost µs/req vs none", lambda v: cost(v, "cpu_cost_us"), True),
         ("failed", lambda v: _fmt(sum(r["failed"] + r["non_2xx"] for r in v["extra"]["runs"])), True),
+        # The model: the server's core or ab's, calibrated before the step (pul.model).
+        ("predicted req/s", lambda v: _fmt(v.get("predicted_requests_per_sec"), 0), True),
+        ("bound by", lambda v: _fmt(v.get("bound_by")), False),
+        ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
     ]
 
 def render(results: dict, lab) -> dict[str, str]:
@@ -87,6 +91,7 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab04-why-facts.md": why_text(results, analysis),
         "book/src/figures/lab04-throughput.svg": throughput_figure(results, analysis),
         "book/src/figures/lab04-cost.svg": cost_figure(results, analysis),
+        "book/src/generated/lab04-bounds.md": report.bounds_markdown(results),
     }
 
 
