@@ -20,6 +20,9 @@ from pul.lab import Lab, Prediction, Step
 # the last c requests finish while no new ones start, which lowers the average number in
 # flight by about c * R / (2 T) = c / (2 * this); at 10 the drain costs at most 5 %.
 REQUESTS_PER_CONCURRENCY = 10
+# An echo step's calibration round: one to three seconds at the echo's rate, long enough for the
+# server's CPU time (read in 10 ms ticks) to be known to about 1%.
+CALIBRATION_REQUESTS = 4000
 # Little's law check: c must lie within X * [lowest, highest possible mean latency], widened by this.
 LITTLE_TOLERANCE = 0.10
 # The fixed-service sweep goes up to this many times the pool size (well past the knee).
@@ -132,6 +135,7 @@ class ConcurrencyHighway(Lab):
                 # then gets one calibration round at its own concurrency (pul.run.calibration),
                 # right before its measured run.
                 warmup_requests=max(params["requests"], 4000) if c == echo_warmup_at else 0,
+                calibration_requests=max(CALIBRATION_REQUESTS, 2 * c),
                 extra={"sweep": "echo", "payload": payload,
                        "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(params["step_seconds"])}}))
         capacity = params["pool_size"] / (params["work_ms"] / 1000)

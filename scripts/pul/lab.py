@@ -77,8 +77,11 @@ class Step:
     warmup_max_rounds: int = 8
     warmup_jit_quiet: float | None = 0.10
     # Calibrate the CPU bounds before the measured run (pul.model): the last round run at this
-    # step's settings gives the server's and the load generator's CPU per request.
+    # step's settings gives the server's and the load generator's CPU per request. A calibration
+    # round of its own sends `calibration_requests` (None: as a warm-up round); a second or more of
+    # load, since the CPU time comes from /proc in ticks of 10 ms.
     calibrate: bool = True
+    calibration_requests: int | None = None
     # Measured runs of this step, each with every tool in load_tools ("ab", "wrk"). With more than
     # one run, the variant's numbers come from the median run of the first tool, and every run is
     # kept under extra["runs"] (spread, and whether ab or the server was the limit).

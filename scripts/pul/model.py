@@ -4,10 +4,11 @@ A lab's predict() gives the bounds it knows (Little's law for its pool's threads
 CPU, an offered rate); this module adds the two every closed-loop step has, from a calibration
 measured *before* the step's measured run:
 - the server's CPU (the utilisation law): cores the server may use / CPU seconds per request;
-- the load generator's CPU: cores the load tool may use / its CPU seconds per request;
-and, for a step with no bound of its own, the requests in flight (Little's law with the
-shortest possible round trip): concurrency / (server + load generator CPU per request).
-The prediction is the smallest bound; `bound_by` names it.
+- the load generator's CPU: cores the load tool may use / its CPU seconds per request.
+The prediction is the smallest bound; `bound_by` names it. (No bound from the round trip,
+concurrency / (server + load-generator CPU per request): a server's CPU time includes work off
+the request's path, such as idle dispatcher threads spinning before they park, so with one
+request in flight the core is already busy and the sum is not a bound.)
 """
 
 from __future__ import annotations
@@ -72,11 +73,6 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     elif load_ms and load_cores and not open_loop:
         bounds[LOAD_GENERATOR] = round(cpu_bound(load_cores, load_ms), 1)
         why[LOAD_GENERATOR] = _arithmetic(load_cores, load_ms, "load-generator")
-    if not bounds.keys() - {SERVER_CPU, LOAD_GENERATOR} and server_ms and load_ms and not open_loop:
-        round_trip = server_ms + load_ms
-        bounds[IN_FLIGHT] = round(concurrency / (round_trip / 1000.0), 1)
-        why[IN_FLIGHT] = (f"{concurrency} in flight / ({server_ms:.3g} ms server + {load_ms:.3g} ms "
-                          "load generator CPU per round trip)")
     if not bounds:
         return prediction
     bound_by = min(bounds, key=bounds.get)

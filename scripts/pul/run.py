@@ -229,7 +229,8 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
     rounds = list((warmup or {}).get("rounds", []))
     if not fresh or not rounds:
         # ab refuses fewer requests than its concurrency; twice as many keep the round's drain short.
-        requests = max(step.warmup_requests or max(200, step.requests // 5), 2 * step.concurrency)
+        requests = max(step.calibration_requests or step.warmup_requests or max(200, step.requests // 5),
+                       2 * step.concurrency)
         one = replace(step, warmup_max_rounds=1, warmup_requests=requests)
         extra = warm_up(lab, one, server, replace(options, warmup=None), pin, raw_dir, children, progress, eta)
         rounds += (extra or {}).get("rounds", [])

@@ -33,11 +33,12 @@ def test_eight_threads_bind_before_the_core():
     assert set(prediction.bounds) == {model.THREADS, model.SERVER_CPU, model.LOAD_GENERATOR}
 
 
-def test_without_a_bound_of_its_own_one_request_in_flight_is_a_round_trip():
-    # c = 1: the server and ab take turns, so 1 / (0.73 + 0.1) ms, below either CPU bound.
+def test_without_a_bound_of_its_own_the_cores_bind():
+    # The echo: no pool, no wait; the server's core binds, or ab's if it is the cheaper one.
     prediction = model.combine(Prediction(None, "none"), ONE_CORE, 1)
-    assert prediction.bound_by == model.IN_FLIGHT
-    assert prediction.requests_per_sec == pytest.approx(1 / 0.00083, rel=1e-3)
+    assert set(prediction.bounds) == {model.SERVER_CPU, model.LOAD_GENERATOR}
+    assert prediction.bound_by == model.SERVER_CPU
+    assert prediction.requests_per_sec == pytest.approx(1 / 0.00073, rel=1e-3)
 
 
 def test_an_open_loop_step_has_no_load_generator_bound():
