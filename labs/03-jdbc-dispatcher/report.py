@@ -31,6 +31,7 @@ def summary_notes(results: dict) -> list[str]:
         if v.get("probe") and v["probe"].get("p50_ms") is not None:
             notes.append(f"{v['name']}: /status answered in {v['probe']['p50_ms']:.1f} ms at the median, "
                          f"{describe_tail(v['probe'])}, while the load ran.")
+    notes += [note for note in map(report.band_note, results["variants"]) if note]
     return notes
 
 def render(results: dict, lab) -> dict[str, str]:

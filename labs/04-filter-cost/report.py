@@ -36,6 +36,7 @@ def summary_notes(results: dict) -> list[str]:
         notes.append(f"{LABELS[kind]}: about {fit['slope_us']:.1f} µs per filter per request from throughput, "
                      f"{fit['cpu_slope_us']:.1f} µs from server CPU time (least-squares slope over chain "
                      f"lengths {', '.join(str(n) for n in fit['lengths'])}).")
+    notes += [note for note in map(report.band_note, results["variants"]) if note]
     return notes
 
 # Results made before the two modes existed have no params["mode"]: they were thorough runs, and

@@ -139,7 +139,9 @@ def summary_notes(results: dict) -> list[str]:
                      f"{v['requests_per_sec']:,.0f} req/s, mean {v['mean_ms']:,.1f} ms"
                      + (f" (predicted {predicted_mean(v)} ms, {model})" if model else "")
                      + f", p99 {v['p99_ms']:,.1f} ms.")
+    notes += [note for note in map(report.band_note, results["variants"]) if note]
     return notes
+
 
 def render(results: dict, lab) -> dict[str, str]:
     machine = machine_line(results) + "\n"

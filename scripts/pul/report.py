@@ -115,10 +115,34 @@ def bound_sentence(v: dict) -> str | None:
         return None
     why = (v.get("bounds_arithmetic") or {}).get(v["bound_by"], v.get("prediction", ""))
     busy = v.get("server_cpu_utilization")
+    outside = band_note(v)
     return (f"{v['name']}: bound by {v['bound_by']} ({why} = {_number(v['predicted_requests_per_sec'])} req/s); "
             f"measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f})"
             + (f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
-               f"{busy:.0%} busy" if busy is not None else "") + ".")
+               f"{busy:.0%} busy" if busy is not None else "") + "."
+            + (" Outside the model's band: see the chapter." if outside else ""))
+
+
+# The band within which a measurement confirms the bound it is predicted by.
+BAND = (0.85, 1.10)
+
+
+def _busy(v: dict) -> float | None:
+    """How busy the resource of a variant's bound was during its measured run."""
+    return {model.SERVER_CPU: v.get("server_cpu_utilization"),
+            model.DATABASE_CPU: (v.get("extra") or {}).get("postgres_cpu_utilization"),
+            model.LOAD_GENERATOR: v.get("load_cores_busy")}.get(v.get("bound_by"))
+
+
+def band_note(v: dict) -> str | None:
+    """For a variant outside the model's band: how far, and how busy its bound's resource was."""
+    ratio = v.get("measured_over_predicted")
+    if ratio is None or BAND[0] <= ratio <= BAND[1]:
+        return None
+    busy = _busy(v)
+    return (f"{v['name']}: {ratio:.2f} of its bound ({v['bound_by']}), outside the model's band "
+            f"{BAND[0]:.2f}-{BAND[1]:.2f}" + (f"; the {v['bound_by']} was {busy:.0%} busy" if busy is not None else "")
+            + ".")
 
 
 def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
