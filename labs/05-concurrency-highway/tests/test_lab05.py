@@ -23,7 +23,7 @@ TOP = 64
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    return run_lab("05", "--max-concurrency", str(TOP), "--requests", "1500",
+    return run_lab("05", "--max-concurrency", str(TOP), "--requests", "4000",
                    results_dir=tmp_path_factory.mktemp("lab05"))
 
 
