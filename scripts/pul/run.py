@@ -191,10 +191,11 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
             jit_used = max(0.0, jit_now - jit_mark)
             this_round["jit_share"] = round(jit_used / (time.monotonic() - started), 3)
             if compiler_cpu and result.complete:
-                # The compiler's share of the round's CPU per request. The calibration keeps it in:
-                # on one core the compiler still runs during the measured run right after, and
-                # takes its share of the core there too.
+                # What serving a request costs the core, the compiler's CPU left out: the bound is
+                # what the core could serve doing nothing else. The compiler's share of the measured
+                # run (recorded with it) is then what keeps a measurement below that bound.
                 this_round["jit_cpu_ms"] = round(jit_used * 1000 / result.complete, 4)
+                this_round["server_cpu_ms"] = round(max(0.0, cpu["cpu_seconds"] - jit_used) * 1000 / result.complete, 4)
             jit_mark = jit_now
         rounds.append(this_round)
         rate = result.requests_per_sec
@@ -314,6 +315,8 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     poller = StatusPoller(server.base_url + step.probe) if step.probe else None
     runs: list[tuple[LoadResult, dict, Path, str, int]] = []
     steal = machine.StealMeter()
+    compiler = getattr(server, "jit_cpu_seconds", None)
+    jit_before, clock_before = (compiler() if compiler else None), time.monotonic()
     for repetition in range(1, step.repeat + 1):
         for tool in step.load_tools:
             what = f"{step.seconds} s" if step.seconds else f"{step.requests} requests"
@@ -327,7 +330,10 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     probe = poller.finish() if poller else None
     first_tool = [r for r in runs if r[3] == step.load_tools[0]]
     result, cpu, output, _, _ = sorted(first_tool, key=lambda r: r[0].requests_per_sec)[(len(first_tool) - 1) // 2]
-    cpu = {**cpu, "output": output, "steal_share": steal.share()}
+    jit_after = compiler() if compiler and jit_before is not None else None
+    jit_share = (round(max(0.0, jit_after - jit_before) / (time.monotonic() - clock_before), 3)
+                 if jit_after is not None else None)
+    cpu = {**cpu, "output": output, "steal_share": steal.share(), "jit_share": jit_share}
     records = [] if single else [run_record(*r, raw_dir.parent) for r in runs]
     return result, probe, cpu, records
 
@@ -404,6 +410,8 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
         # of all CPU time the hypervisor gave to other guests (steal) during the measured runs.
         "load_average_before": cpu.get("load_average_before"),
         "cpu_steal_share": cpu.get("steal_share"),
+        # The share of the server's core the JIT compiler's threads used during the measured runs.
+        "jit_share": cpu.get("jit_share"),
         "probe": None if probe is None else {"path": step.probe, **probe},
         "extra": {**{k: v for k, v in step.extra.items() if k != "bench_env"}, **prediction.facts},
     }
