@@ -143,7 +143,9 @@ def band_note(v: dict) -> str | None:
     compiler = v.get("jit_share") if v.get("bound_by") == model.SERVER_CPU else None
     return (f"{v['name']}: {ratio:.2f} of its bound ({v['bound_by']}), outside the model's band "
             f"{BAND[0]:.2f}-{BAND[1]:.2f}" + (f"; the {v['bound_by']} was {busy:.0%} busy" if busy is not None else "")
-            + (f", {compiler:.0%} of it the JIT compiler's" if compiler else "") + ".")
+            + (f", {compiler:.0%} of it the JIT compiler's" if compiler else "")
+            + ("; its warm-up had not settled, so the calibration before it was not the server's steady state"
+               if (v.get("warmup") or {}).get("settled") is False else "") + ".")
 
 
 def bounds_markdown(results: dict, names: list[str] | None = None) -> str:

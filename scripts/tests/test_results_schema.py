@@ -68,6 +68,14 @@ def _mutations(data: dict):
         "params concurrency 0": lambda d: d["params"].update(concurrency=0),
         "params extra key": lambda d: d["params"].update(anything=[1, {"x": None}]),
         "skipped without command": lambda d: d.update(skipped_variants=[{"name": "x"}]),
+        "no bound named": lambda d: d["variants"][0].pop("bound_by"),
+        "bound by the moon": lambda d: d["variants"][0].update(bound_by="the moon"),
+        "a bound in words": lambda d: d["variants"][0].update(bounds={"threads": "many"}),
+        "calibration without its spread": lambda d: (d["variants"][0].get("calibration") or {}).pop(
+            "server_cpu_ms_spread", None) if d["variants"][0].get("calibration") else d["variants"][0].update(calibration=1),
+        "no mode": lambda d: d.pop("mode"),
+        "mode quick": lambda d: d.update(mode="quick"),
+        "no load average before the step": lambda d: d["variants"][0].pop("load_average_before"),
     }.items():
         changed = copy.deepcopy(data)
         change(changed)
