@@ -133,6 +133,12 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
     # tenth less tells the convoy from noise.
     assert len(lockstep) == 1, summary
     assert lockstep[0]["requests_per_sec"] <= 0.9 * rate[LOCKSTEP_POOL], summary
+    # The model's band (0.85-1.10) where it names the bound: the pools below the corner by their
+    # threads, and the lockstep step by its convoy, N / (wait + N x CPU per query / cores).
+    for v in [by_pool[n] for n in POOLS if by_pool[n]["bound_by"] == "threads"] + lockstep:
+        assert 0.85 <= v["measured_over_predicted"] <= 1.10, (v["name"], v["bounds"], v["requests_per_sec"])
+    assert by_pool[4]["bound_by"] == "threads", by_pool[4]["bounds"]
+    assert lockstep[0]["bound_by"] == "database CPU" and "in lockstep" in lockstep[0]["prediction"], lockstep[0]
 
 
 def test_with_postgres_passes_the_database_and_the_exit_code(isolated):
