@@ -89,9 +89,24 @@ LAB04 = smoke_module("labs/04-filter-cost/tests/test_lab04.py")
 REAL_ANALYSE = LAB04.analyse
 
 
+def tools_of(results: dict) -> list[str]:
+    return sorted({run["tool"] for v in results["variants"] for run in v["extra"]["runs"]})
+
+
+def with_two_tools(results: dict) -> dict:
+    """The committed run with a second load tool beside ab (the default mode runs ab only): wrk's
+    runs as copies of ab's, 30% faster, as the two tools measure differently."""
+    doubled = copy.deepcopy(results)
+    if tools_of(doubled) == ["ab"]:
+        for v in doubled["variants"]:
+            v["extra"]["runs"] += [dict(run, tool="wrk", requests_per_sec=run["requests_per_sec"] * 1.3)
+                                   for run in v["extra"]["runs"]]
+    return doubled
+
+
 def old_spread_assertion(results: dict) -> None:
     summary = LAB04.analyse(results)["tools"]["none"]
-    for tool in ("ab", "wrk"):
+    for tool in tools_of(results):
         assert summary[tool]["min"] <= summary[tool]["median"] <= summary[tool]["max"]
 
 
@@ -111,7 +126,7 @@ def summary_of_both_tools(results: dict):
     real = REAL_ANALYSE(results)
     for v in results["variants"]:
         rates = sorted(r["requests_per_sec"] for r in v["extra"]["runs"])
-        for tool in ("ab", "wrk"):
+        for tool in tools_of(results):
             real["tools"][v["name"]][tool].update(min=rates[0], max=rates[-1], median=statistics.median(rates))
     return real
 
@@ -130,7 +145,7 @@ def test_lab04_one_run_counted_three_times_fails_the_new_check_but_passed_min_me
 
 
 def test_lab04_a_summary_that_mixes_the_tools_fails_the_new_check(monkeypatch):
-    results = committed("04-filter-cost")
+    results = with_two_tools(committed("04-filter-cost"))
     monkeypatch.setattr(LAB04, "analyse", summary_of_both_tools)
     old_spread_assertion(results)
     with pytest.raises(AssertionError):
