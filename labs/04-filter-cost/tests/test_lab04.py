@@ -20,6 +20,8 @@ from pul.testing import by_name, run_lab, this_lab
 pytestmark = pytest.mark.slow
 
 analyse = this_lab(__file__).module("report").analyse
+# The most warm-up rounds a set-up after the first may use (the driver's cap).
+LATER_ROUNDS = this_lab(__file__).module("driver").WARMUP_NEXT_MAX_ROUNDS
 
 CHAIN = 8
 REPEAT = 3
@@ -112,7 +114,10 @@ def test_the_server_warmed_up_until_its_jit_went_quiet(smoke):
             assert not v.get("warmup"), v["warmup"]  # its chain is the first one's, warm already
             continue
         rounds = v["warmup"]["rounds"]
-        assert rounds[-1]["jit_share"] <= 0.10, (v["name"], rounds)
+        # The JIT was quiet in the last round, or the warm-up used every round it may and says
+        # it did not settle (a set-up with much new code: the committed run's play-defaults).
+        assert rounds[-1]["jit_share"] <= 0.10 or (not v["warmup"]["settled"] and len(rounds) >= LATER_ROUNDS), \
+            (v["name"], rounds)
 
 
 def test_the_baseline_repeats_at_the_end(smoke):
