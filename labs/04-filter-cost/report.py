@@ -74,7 +74,7 @@ def table_columns(results: dict):
         ("server CPU µs/req", lambda v: _fmt(analysis["cost"][v["name"]]["cpu_us"], 1), True),
         ("cost µs/req vs none", lambda v: cost(v, "us"), True),
         ("CPU cost µs/req vs none", lambda v: cost(v, "cpu_cost_us"), True),
-        ("failed", lambda v: _fmt(sum(r["failed"] + r["non_2xx"] for r in v["extra"]["runs"])), True),
+        ("failed", lambda v: _fmt(sum(r["failed"] + r["non_2xx"] for r in runs_of(v))), True),
         # The model: the server's core or ab's, calibrated before the step (pul.model).
         ("predicted req/s", lambda v: _fmt(v.get("predicted_requests_per_sec"), 0), True),
         ("bound by", lambda v: _fmt(v.get("bound_by")), False),
@@ -124,9 +124,23 @@ def limit_of(summary: dict) -> str:
     return "server core shared with other programs"
 
 
+def runs_of(v: dict) -> list[dict]:
+    """A variant's measured runs; one ab run without repeats (an exercise check's --repeat 1 in the
+    default mode) is the variant's own record, which the driver keeps no `runs` list for."""
+    if v["extra"].get("runs"):
+        return v["extra"]["runs"]
+    per_request = v.get("server_cpu_ms_per_request")
+    return [{"tool": "ab", "requests_per_sec": v["requests_per_sec"], "complete": v["complete"],
+             "mean_ms": v["mean_ms"], "p50_ms": v["p50_ms"], "p99_ms": v["p99_ms"], "max_ms": v["max_ms"],
+             "failed": v["failed"], "non_2xx": v["non_2xx"],
+             "server_cpu_utilization": v.get("server_cpu_utilization"), "load_cpu_utilization": None,
+             "server_cores_idle": None, "load_cores_busy": v.get("load_cores_busy"),
+             "server_cpu_us_per_request": None if per_request is None else per_request * 1000}]
+
+
 def analyse(results: dict) -> dict:
     """Per variant and tool: median and spread; which tool saturated what; cost vs the baseline."""
-    tools_ = {v["name"]: {tool: _summary([r for r in v["extra"].get("runs", []) if r["tool"] == tool])
+    tools_ = {v["name"]: {tool: _summary([r for r in runs_of(v) if r["tool"] == tool])
                           for tool in ("ab", "wrk")}
               for v in results["variants"]}
     # The reference tool is the one that loaded the server hardest on the baseline: with the server
