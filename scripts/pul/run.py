@@ -135,11 +135,17 @@ def _bench(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict,
                   extra_env=step.extra.get("bench_env"), **extra).start()
 
 
+def _compiler_cpu(server) -> float | None:
+    """The JIT compiler threads' CPU time so far, where the driver reads it itself (a server it
+    started; None for a remote one)."""
+    reader = getattr(server, "jit_cpu_seconds", None)
+    return reader() if reader else None
+
+
 def _jit_seconds(server: Server, step: Step) -> float:
     """The JIT compiler's running total: its threads' CPU time where the driver can read them (a
     server it started), else the compile time the app's /pools reports (a remote server)."""
-    reader = getattr(server, "jit_cpu_seconds", None)
-    value = reader() if reader else None
+    value = _compiler_cpu(server)
     if value is None:
         value = server.pools().get("jit_compile_seconds")
     if value is None:
@@ -148,14 +154,10 @@ def _jit_seconds(server: Server, step: Step) -> float:
     return float(value)
 
 
-def _jit_readable(server) -> bool:
-    """Whether the driver reads the JIT compiler threads' CPU itself (a server it started)."""
-    reader = getattr(server, "jit_cpu_seconds", None)
-    return reader is not None and reader() is not None
-
-
-def _round_seconds(step: Step, options: RunOptions) -> int:
-    return step.warmup_seconds or step.seconds or options.time_limit
+def _round_seconds(step: Step, untimed: float) -> float:
+    """A warm-up round's length: its own, else a measured run's, else `untimed` (ab's time limit,
+    or a guess for the time left)."""
+    return step.warmup_seconds or step.seconds or untimed
 
 
 def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
@@ -172,18 +174,18 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     single = step.warmup_max_rounds == 1
     # The JIT's running total; each round's reading after it is the next round's start. Read for
     # every round where the server tells it: the calibration leaves the compiler's CPU out.
-    compiler_cpu = _jit_readable(server)
+    compiler_cpu = _compiler_cpu(server) is not None
     jit_mark = _jit_seconds(server, step) if step.warmup_jit_quiet is not None or compiler_cpu else None
     for round_number in range(1, step.warmup_max_rounds + 1):
         what = "calibration round" if single else f"warm-up round {round_number}"
-        progress.step(f"{step.name}: {what} ({_round_seconds(step, options)} s at most, c={step.concurrency})"
+        progress.step(f"{step.name}: {what} ({_round_seconds(step, options.time_limit)} s at most, c={step.concurrency})"
                       + (f"; last: {previous:,.0f} req/s" if previous is not None else "")
                       + (f", JIT threads busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else "")
                       + (eta.left() if eta else ""))
         started = time.monotonic()
         result, cpu = _run_once(lab, step, server, options, pin, children, progress, warmup,
                                 raw_dir / f"{step.name}.warmup.txt", "ab", "warm-up",
-                                seconds=_round_seconds(step, options))
+                                seconds=_round_seconds(step, options.time_limit))
         this_round = {"requests_per_sec": result.requests_per_sec, "complete": result.complete,
                       **_per_request(cpu, result.complete)}
         if jit_mark is not None:
@@ -315,8 +317,7 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     poller = StatusPoller(server.base_url + step.probe) if step.probe else None
     runs: list[tuple[LoadResult, dict, Path, str, int]] = []
     steal = machine.StealMeter()
-    compiler = getattr(server, "jit_cpu_seconds", None)
-    jit_before, clock_before = (compiler() if compiler else None), time.monotonic()
+    jit_before, clock_before = _compiler_cpu(server), time.monotonic()
     for repetition in range(1, step.repeat + 1):
         for tool in step.load_tools:
             what = f"{step.seconds} s" if step.seconds else f"{step.requests} requests"
@@ -330,7 +331,7 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     probe = poller.finish() if poller else None
     first_tool = [r for r in runs if r[3] == step.load_tools[0]]
     result, cpu, output, _, _ = sorted(first_tool, key=lambda r: r[0].requests_per_sec)[(len(first_tool) - 1) // 2]
-    jit_after = compiler() if compiler and jit_before is not None else None
+    jit_after = _compiler_cpu(server) if jit_before is not None else None
     jit_share = (round(max(0.0, jit_after - jit_before) / (time.monotonic() - clock_before), 3)
                  if jit_after is not None else None)
     cpu = {**cpu, "output": output, "steal_share": steal.share(), "jit_share": jit_share}
@@ -539,21 +540,18 @@ UNTIMED_RUN_SECONDS = 6
 def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
     """The run's phases and their expected seconds, for the time left (pul.progress.Eta): warm-up
     rounds at their minimum count, one calibration round where a group has several steps."""
-    def round_seconds(step: Step) -> float:
-        return step.warmup_seconds or step.seconds or UNTIMED_RUN_SECONDS
-
     phases: list[tuple[str, float]] = []
     for number, (_, group) in enumerate(group_by_server(steps)):
         phases.append((f"start {number}", SERVER_START_SECONDS))
         for step in group:
             warms = options.warmup != 0 and step.warmup_requests != 0
             rounds = 1 if step.warmup_max_rounds == 1 else step.warmup_min_rounds
-            phases.append((f"warm {step.name}", round_seconds(step) * rounds if warms else 0))
+            phases.append((f"warm {step.name}", _round_seconds(step, UNTIMED_RUN_SECONDS) * rounds if warms else 0))
         for step in group:
             run_seconds = step.seconds or UNTIMED_RUN_SECONDS
             calibrating = step.calibrate and (len(group) > 1 or step.warmup_requests == 0)
             phases.append((f"measure {step.name}", run_seconds * step.repeat * len(step.load_tools)
-                           + (round_seconds(step) if calibrating else 0)))
+                           + (_round_seconds(step, UNTIMED_RUN_SECONDS) if calibrating else 0)))
     return phases
 
 
