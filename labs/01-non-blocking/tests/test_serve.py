@@ -40,6 +40,12 @@ def jvm_cpu_seconds(token: str) -> float:
     return total / CLOCK_TICKS
 
 
+def littles_law(v: dict) -> float:
+    """The variant's Little's-law bound: named for threads when the pool is smaller than the
+    requests in flight, else for the requests in flight."""
+    return v["bounds"].get("threads") or v["bounds"]["requests in flight"]
+
+
 def check_measured_against_predicted(v: dict) -> None:
     """Little's law on the remote /pools's threads is a ceiling the served server cannot beat:
     min(c, threads) requests at a time, each held 100 ms. A prediction from too few threads, or
@@ -47,7 +53,10 @@ def check_measured_against_predicted(v: dict) -> None:
     this short and cold, with no warm-up, reached a third to a half of it on this machine; a
     JVM that is still compiling is slower, never faster. test_lab01.py checks the rate itself.)"""
     assert v["failed"] == 0 and v["non_2xx"] == 0, v
-    assert v["measured_over_predicted"] <= 1.1, (v["name"], v["measured_over_predicted"])
+    threads_bound = littles_law(v)
+    assert v["requests_per_sec"] <= 1.1 * threads_bound, (v["name"], v["requests_per_sec"], threads_bound)
+    # The prediction is the smallest bound, so never above the threads' one.
+    assert v["predicted_requests_per_sec"] <= threads_bound
 
 
 def check_cpu_reading(remote: float, proc_before: float, proc_after: float) -> None:
@@ -83,10 +92,11 @@ def test_run_with_target_measures_a_served_lab_and_serve_stops_cleanly(tmp_path,
         assert set(variants) == {"java-blocking", "scala-offloaded"}
         threads = results["pools"]["pools"]["default"]["threads"]
         blocking = variants["java-blocking"]
-        # Little's law from the remote /pools, as for a local server.
+        # Little's law from the remote /pools, as for a local server. (The server CPU bound, from a
+        # calibration this cold, may undercut it: the prediction is the smaller of the two.)
         assert blocking["pool_threads"] == threads
-        assert blocking["predicted_requests_per_sec"] == pytest.approx(min(20, threads) / 0.100, rel=1e-3)
-        assert variants["scala-offloaded"]["predicted_requests_per_sec"] == pytest.approx(20 / 0.100, rel=1e-3)
+        assert littles_law(blocking) == pytest.approx(min(20, threads) / 0.100, rel=1e-3)
+        assert littles_law(variants["scala-offloaded"]) == pytest.approx(20 / 0.100, rel=1e-3)
         for v in variants.values():
             check_measured_against_predicted(v)
         # The JVM's own CPU report is its process's CPU time ...
