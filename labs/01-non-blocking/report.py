@@ -26,8 +26,37 @@ def summary_notes(results: dict) -> list[str]:
                          f"{describe_tail(p)}, while the load ran.")
         elif p:
             notes.append(f"{v['name']}: /status never answered while the load ran ({p['failed']:,} failed).")
+    for language in LANGUAGES:
+        sentence = cpu_sentence(language, by_name.get(f"{language}-blocking"), by_name.get(f"{language}-offloaded"))
+        if sentence:
+            notes.append(sentence)
     notes += [sentence for sentence in map(report.bound_sentence, results["variants"]) if sentence]
     return notes
+
+
+def compiler_ms_per_request(v: dict) -> float | None:
+    """The JIT compiler threads' part of a variant's server CPU per request: their share of a
+    core during the measured run (jit_share) spread over the requests served in it."""
+    if v.get("jit_share") is None or not v.get("requests_per_sec"):
+        return None
+    return v["jit_share"] * 1000 / v["requests_per_sec"]
+
+
+def cpu_sentence(language: str, blocking: dict | None, offloaded: dict | None) -> str | None:
+    """Blocking's server CPU per request against offloading's, with and without the JIT
+    compiler's part: a variant measured while the compiler still works pays for it."""
+    if not (blocking and offloaded) or None in (blocking.get("server_cpu_ms_per_request"),
+                                                 offloaded.get("server_cpu_ms_per_request")):
+        return None
+    b, o = blocking["server_cpu_ms_per_request"], offloaded["server_cpu_ms_per_request"]
+    sentence = (f"{language}: the server spent {b:.2f} ms of CPU per request blocking and {o:.2f} ms "
+                "offloaded")
+    b_jit, o_jit = compiler_ms_per_request(blocking), compiler_ms_per_request(offloaded)
+    if b_jit is None or o_jit is None:
+        return sentence + f" ({b / o:.1f}x)."
+    b_net, o_net = b - b_jit, o - o_jit
+    return (sentence + f" ({b / o:.1f}x); the JIT compiler's threads took {b_jit:.2f} and {o_jit:.2f} ms of that, "
+            f"which leaves {b_net:.2f} and {o_net:.2f} ms ({b_net / o_net:.1f}x).")
 
 
 def render(results: dict, lab) -> dict[str, str]:

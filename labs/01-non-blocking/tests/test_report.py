@@ -1,0 +1,36 @@
+"""Fast tests of lab 01's report: the generated sentences the chapter leans on."""
+
+from __future__ import annotations
+
+import json
+
+from pul.testing import this_lab
+
+LAB = this_lab(__file__)
+REPORT = LAB.module("report")
+
+
+def variant(name, rps, cpu_ms, jit_share):
+    return {"name": name, "requests_per_sec": rps, "server_cpu_ms_per_request": cpu_ms, "jit_share": jit_share}
+
+
+def test_the_cpu_sentence_takes_the_compilers_part_out():
+    # 0.1 of a core compiling at 250 req/s is 0.4 ms a request; 0.02 at 1,000 req/s is 0.02 ms.
+    sentence = REPORT.cpu_sentence("java", variant("java-blocking", 250, 0.84, 0.1),
+                                   variant("java-offloaded", 1000, 0.42, 0.02))
+    assert sentence.startswith("java: the server spent 0.84 ms of CPU per request blocking and 0.42 ms offloaded (2.0x)")
+    assert "took 0.40 and 0.02 ms of that, which leaves 0.44 and 0.40 ms (1.1x)." in sentence
+
+
+def test_the_cpu_sentence_without_a_compiler_reading_gives_the_totals_only():
+    sentence = REPORT.cpu_sentence("scala", variant("scala-blocking", 250, 0.5, None),
+                                   variant("scala-offloaded", 1000, 0.4, 0.0))
+    assert sentence == "scala: the server spent 0.50 ms of CPU per request blocking and 0.40 ms offloaded (1.2x)."
+    assert REPORT.cpu_sentence("scala", None, variant("scala-offloaded", 1000, 0.4, 0.0)) is None
+
+
+def test_the_committed_summary_compares_the_cpu_of_both_languages():
+    results = json.loads((LAB.dir / "results" / "latest.json").read_text())
+    notes = REPORT.summary_notes(results)
+    for language in ("java", "scala"):
+        assert any(n.startswith(f"{language}: the server spent") for n in notes), language
