@@ -21,8 +21,35 @@ def summary_notes(results: dict) -> list[str]:
         if "completable_future_executor" in v["extra"]:
             notes.append(f"{v['name']}: common pool parallelism {v['extra']['common_pool_parallelism']}, "
                          f"so supplyAsync(work) ran on {v['extra']['completable_future_executor']}.")
+    sentence = cpu_sentence(by_name.get(JVM_DEFAULT), by_name.get("custom-ec"))
+    if sentence:
+        notes.append(sentence)
     notes += [sentence for sentence in map(report.bound_sentence, results["variants"]) if sentence]
     return notes
+
+
+def compiler_ms_per_request(v: dict) -> float | None:
+    """The JIT compiler threads' part of a variant's server CPU per request: their share of a
+    core during the measured run (jit_share) spread over the requests served in it."""
+    if v.get("jit_share") is None or not v.get("requests_per_sec"):
+        return None
+    return v["jit_share"] * 1000 / v["requests_per_sec"]
+
+
+def cpu_sentence(v: dict | None, reference: dict | None) -> str | None:
+    """A variant's server CPU per request against a reference's, with and without the JIT
+    compiler's part (a variant on a fresh server pays for compiling again)."""
+    if not (v and reference) or None in (v.get("server_cpu_ms_per_request"),
+                                         reference.get("server_cpu_ms_per_request")):
+        return None
+    a, b = v["server_cpu_ms_per_request"], reference["server_cpu_ms_per_request"]
+    sentence = (f"{v['name']}: the server spent {a:.2f} ms of CPU per request, against {b:.2f} ms for "
+                f"{reference['name']} ({a / b:.1f}x)")
+    a_jit, b_jit = compiler_ms_per_request(v), compiler_ms_per_request(reference)
+    if a_jit is None or b_jit is None:
+        return sentence + "."
+    return (sentence + f"; the JIT compiler's threads took {a_jit:.2f} and {b_jit:.2f} ms of that, which "
+            f"leaves {a - a_jit:.2f} and {b - b_jit:.2f} ms ({(a - a_jit) / (b - b_jit):.1f}x).")
 
 
 def render(results: dict, lab) -> dict[str, str]:
