@@ -71,9 +71,10 @@ def table_columns(results: dict):
         ("ab req/s median (min–max)", lambda v: spread(v, "ab"), True),
         (f"mean ms ({ref})", lambda v: latency(v, "mean_ms"), True),
         (f"p99 ms ({ref})", lambda v: latency(v, "p99_ms"), True),
-        ("server CPU µs/req", lambda v: _fmt(analysis["cost"][v["name"]]["cpu_us"], 1), True),
-        ("cost µs/req vs none", lambda v: cost(v, "us"), True),
-        ("CPU cost µs/req vs none", lambda v: cost(v, "cpu_cost_us"), True),
+        # One tool for every row's costs (analyse: the reference tool), named in the headers.
+        (f"server CPU µs/req ({ref})", lambda v: _fmt(analysis["cost"][v["name"]]["cpu_us"], 1), True),
+        (f"cost µs/req vs none ({ref})", lambda v: cost(v, "us"), True),
+        (f"CPU cost µs/req vs none ({ref})", lambda v: cost(v, "cpu_cost_us"), True),
         ("failed", lambda v: _fmt(sum(r["failed"] + r["non_2xx"] for r in runs_of(v))), True),
         # The model: the server's core or ab's, calibrated before the step (pul.model).
         ("predicted req/s", lambda v: _fmt(v.get("predicted_requests_per_sec"), 0), True),
@@ -144,7 +145,9 @@ def analyse(results: dict) -> dict:
                           for tool in ("ab", "wrk")}
               for v in results["variants"]}
     # The reference tool is the one that loaded the server hardest on the baseline: with the server
-    # saturated, 1 / throughput is the server's time per request, so differences are costs.
+    # saturated, 1 / throughput is the server's time per request, so differences are costs. It is one
+    # tool for every set-up, even where the other pushed that set-up harder: a cost subtracts two
+    # set-ups' times per request, and each tool's requests cost the server differently.
     base = tools_.get(BASELINE) or next(iter(tools_.values()))
     available = [t for t in ("wrk", "ab") if base.get(t)]
     ref = max(available, key=lambda t: base[t]["median"])
@@ -154,7 +157,9 @@ def analyse(results: dict) -> dict:
         limit = "limit: " + limit_of(s)
         verdict_parts.append(f"{tool} {s['median']:,.0f} req/s on '{BASELINE}' (server CPU "
                              f"{s['server_utilization']:.0%}, {tool} CPU {s['load_utilization']:.0%}: {limit})")
-    verdict = "; ".join(verdict_parts) + f". Costs are computed from {ref}."
+    reason = ("the only load tool this run used" if len(available) == 1 else
+              f"the tool that pushed '{BASELINE}' hardest, used for every set-up")
+    verdict = "; ".join(verdict_parts) + f". Every cost is computed from {ref}, {reason}."
     base_ref = base[ref]
     cost = {}
     for name, per_tool in tools_.items():
@@ -179,7 +184,7 @@ def analyse(results: dict) -> dict:
 
             per_filter[kind] = {"slope_us": slope("us"), "cpu_slope_us": slope("cpu_cost_us"),
                                 "lengths": lengths}
-    return {"tools": tools_, "reference_tool": ref, "verdict": verdict, "cost": cost,
+    return {"tools": tools_, "reference_tool": ref, "reference_reason": reason, "verdict": verdict, "cost": cost,
             "baseline_rate": base_ref["median"], "baseline_again_rate": again["median"] if again else None,
             "baseline_agreement": agreement, "per_filter": per_filter}
 
@@ -270,9 +275,9 @@ def limit_sentence(analysis: dict) -> str:
     text = f"On `{BASELINE}`, {reached}. "
     ab, wrk_ = tools_.get("ab"), tools_.get("wrk")
     if not (ab and wrk_ and limit_of(ab) == limit_of(wrk_) == "server CPU"):
-        return text + f"The costs come from {ref}, the tool that loaded the server hardest."
+        return text + f"The costs come from {ref}, {analysis['reference_reason']}."
     text += ("Both tools kept the server's core busy while using a fraction of their own: the server, not the "
-             f"load generator, set the pace. The costs come from {ref}. ")
+             f"load generator, set the pace. The costs come from {ref}, {analysis['reference_reason']}. ")
     apart = abs(ab["median"] - wrk_["median"]) / max(ab["median"], wrk_["median"])
     if apart <= 0.03:
         return text + (f"The two tools reached nearly the same rate ({apart:.1%} apart), and the server spent about "
