@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from pul import report
+from pul import model, report
 from pul.probe import describe_tail, probe_p99
 from pul.results import _fmt, machine_line, markdown_table
 
@@ -39,18 +39,22 @@ def render(results: dict, lab) -> dict[str, str]:
     artifacts = {}
     if variants["variants"]:
         artifacts["book/src/generated/lab03-table.md"] = (
-            markdown_table(variants, TABLE_COLUMNS) + "\n" + machine_line(results) + " "
+            markdown_table(variants, with_goodput(TABLE_COLUMNS, variants["variants"])) + "\n"
+            + machine_line(results) + " "
             + _database_line(results) + "\n")
         artifacts["book/src/generated/lab03-summary.md"] = \
             "\n".join(f"- {note}" for note in summary_notes(variants)) + "\n"
     if sweep["variants"]:
         artifacts["book/src/generated/lab03-sweep-table.md"] = (
-            markdown_table(sweep, SHARED_SWEEP_COLUMNS if _one_server(sweep["variants"]) else SWEEP_COLUMNS)
+            markdown_table(sweep, with_goodput(SHARED_SWEEP_COLUMNS if _one_server(sweep["variants"])
+                                               else SWEEP_COLUMNS, sweep["variants"]))
             + "\n" + machine_line(results) + " "
             + _database_line(results) + "\n")
         artifacts["book/src/figures/lab03-sweep.svg"] = sweep_figure(sweep)
         artifacts["book/src/generated/lab03-sweep-summary.md"] = sweep_summary(sweep)
-    artifacts["book/src/generated/lab03-bounds.md"] = report.bounds_markdown(results)
+    spread = database_bound_spread(results)
+    artifacts["book/src/generated/lab03-bounds.md"] = (report.bounds_markdown(results)
+                                                       + (f"\n{spread}\n" if spread else ""))
     return artifacts
 
 
@@ -112,6 +116,33 @@ def _extra(v: dict, key: str, digits: int = 0) -> str:
     return _fmt((v.get("extra") or {}).get(key), digits)
 
 
+# The probe's cell is its p99 only from SAMPLES_FOR_P99 answers on, else its maximum ("max ..."):
+# the heading says both, so that no reader takes a maximum of a few dozen probes for a p99.
+STATUS_HEADING = "/status p99 (or max) ms (n)"
+
+
+def goodput(v: dict) -> float | None:
+    """2xx responses per second: ab's requests/s counts every response it completed, the
+    non-2xx ones (fast 503s here) included (ab.c: done / timetaken; err_response counts a status
+    not starting with 2). A failed request is not counted as good either."""
+    if not v.get("complete") or v.get("requests_per_sec") is None:
+        return None
+    good = max(0, v["complete"] - (v.get("non_2xx") or 0) - (v.get("failed") or 0))
+    return v["requests_per_sec"] * good / v["complete"]
+
+
+GOODPUT_COLUMN = ("goodput (2xx/s)", lambda v: _fmt(goodput(v), 0), True)
+
+
+def with_goodput(columns: list, variants: list[dict]) -> list:
+    """The columns, with goodput right after req/s when any row had responses that were not 2xx
+    (or failed): there, req/s alone overstates what was served."""
+    if not any(v.get("non_2xx") or v.get("failed") for v in variants):
+        return columns
+    at = next(i for i, c in enumerate(columns) if c[0] == "req/s") + 1
+    return [*columns[:at], GOODPUT_COLUMN, *columns[at:]]
+
+
 TABLE_COLUMNS = [
     ("variant", lambda v: v["name"], False),
     ("connections", lambda v: _extra(v, "pool_size"), True),
@@ -121,7 +152,7 @@ TABLE_COLUMNS = [
     ("p99 ms", lambda v: _fmt(v["p99_ms"], 1), True),
     ("failed", lambda v: _fmt(v["failed"]), True),
     ("non-2xx (timeouts)", lambda v: _fmt(v["non_2xx"]), True),
-    ("/status p99 ms (n)", lambda v: _status_tail(v.get("probe")), True),
+    (STATUS_HEADING, lambda v: _status_tail(v.get("probe")), True),
     ("Play CPU", lambda v: f"{v['server_cpu_utilization']:.0%}" if v.get("server_cpu_utilization") is not None else "–", True),
     ("PostgreSQL CPU", lambda v: f"{v['extra']['postgres_cpu_utilization']:.0%}"
      if (v.get("extra") or {}).get("postgres_cpu_utilization") is not None else "–", True),
@@ -131,7 +162,7 @@ TABLE_COLUMNS = [
     ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
 ]
 
-SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", "/status p99 ms (n)")]
+SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", STATUS_HEADING)]
 SWEEP_COLUMNS[1] = ("pool (connections = threads)", lambda v: _extra(v, "pool_size"), True)
 SWEEP_COLUMNS.insert(-2, ("with queueing req/s", lambda v: _extra(v, "queueing_requests_per_sec"), True))
 # The default mode: one server has connections for the largest pool; a step's threads bound those in use.
@@ -198,7 +229,8 @@ def sweep_summary(results: dict) -> str:
                      f"{m['cores']} core(s) can execute at most about {m['ceiling']:,.0f} queries a second. "
                      f"Little's law meets that limit at a pool of about {knee:.0f} connections "
                      f"({m['ceiling']:,.0f}/s x {busy:.1f} ms): below it the pool is the bottleneck, above it "
-                     "PostgreSQL's CPU is.")
+                     "PostgreSQL's CPU is. (That limit is PostgreSQL's alone, the figure's dashed line; the tables' "
+                     "database CPU bound also counts ab's CPU on the same core, and is a little lower.)")
         if not _one_server(variants):
             lines.append(_calibration_spread(m["variants"], m["cores"]))
     best = max(variants, key=lambda v: v["requests_per_sec"])
@@ -208,11 +240,15 @@ def sweep_summary(results: dict) -> str:
                  f"{variants[-1]['extra']['pool_size']} connections gave {variants[-1]['requests_per_sec']:,.0f} "
                  f"requests/s with a p99 of {variants[-1]['p99_ms']:,.0f} ms.")
     if "ceiling" in m:
-        plateau = [v for v in variants if v["extra"]["littles_law_requests_per_sec"] > m["ceiling"]]
+        lines += _hikari_line(m, variants)
+        plateau = [v for v in variants if _database_bound(v, m["ceiling"])]
         if plateau:
-            lines.append("- Where the prediction is PostgreSQL's CPU limit, the measurements reached "
-                         + ", ".join(f"{v['requests_per_sec'] / m['ceiling']:.0%} of it at pool={v['extra']['pool_size']}"
-                                     for v in plateau) + ".")
+            # One number per step, the tables' measured/predicted: a fraction of the step's own bound.
+            lines.append("- Where the prediction is the database CPU bound, the measurements reached "
+                         + ", ".join(f"{_of_bound(v, m['ceiling']):.2f} of it at pool={v['extra']['pool_size']}"
+                                     for v in plateau)
+                         + " (the tables' measured/predicted: measured requests/s over the step's bound, "
+                           "1 core / (PostgreSQL's + ab's CPU per request)).")
             shared = [v for v in plateau if v.get("load_cores_busy") is not None
                       and v["extra"].get("postgres_cpu_utilization") is not None]
             if shared:
@@ -240,6 +276,75 @@ def sweep_summary(results: dict) -> str:
     for wide in m["wide_jitter"]:
         lines.append(_wide_jitter_line(wide, by_size.get(wide["extra"]["pool_size"]), m.get("jitter")))
     return "\n".join(lines) + "\n"
+
+
+def _database_bound(v: dict, ceiling: float) -> bool:
+    """Whether a step's prediction is the database's CPU (a run from before bound_by: Little's law
+    above PostgreSQL's limit)."""
+    if v.get("bound_by"):
+        return v["bound_by"] == model.DATABASE_CPU
+    return v["extra"]["littles_law_requests_per_sec"] > ceiling
+
+
+def _of_bound(v: dict, ceiling: float) -> float:
+    """Measured over the step's predicted bound, as in the tables (over the limit when none)."""
+    if v.get("measured_over_predicted") is not None:
+        return v["measured_over_predicted"]
+    return v["requests_per_sec"] / ceiling
+
+
+def _hikari_line(m: dict, variants: list[dict]) -> list[str]:
+    """HikariCP's starting point (About Pool Sizing: cores x 2 + effective spindles) against the
+    corner of this sweep, with the steps nearest each."""
+    if len(variants) < 2:
+        return []
+    cores, knee = m["cores"], m["ceiling"] * m["busy_ms"] / 1000.0
+    hikari = 2 * cores
+    near = min(variants, key=lambda v: (abs(v["extra"]["pool_size"] - hikari), v["extra"]["pool_size"]))
+    corner = min(variants, key=lambda v: (abs(v["extra"]["pool_size"] - knee), v["extra"]["pool_size"]))
+    if near is corner:
+        return []
+    return [f"- HikariCP's starting point, cores x 2 + effective spindles, is {hikari} connections for "
+            f"PostgreSQL's {cores} core(s) with the data in memory ({hikari + 1} with one disk); the corner above "
+            f"is at about {knee:.0f}. The step nearest HikariCP's number, pool={near['extra']['pool_size']}, served "
+            f"{near['requests_per_sec']:,.0f} requests/s; the step nearest the corner, "
+            f"pool={corner['extra']['pool_size']}, served {corner['requests_per_sec']:,.0f} "
+            f"({corner['requests_per_sec'] / near['requests_per_sec']:.1f} times as much)."]
+
+
+def database_bound_spread(results: dict) -> str:
+    """Why the database CPU bound differs from row to row, with the spread of its two calibrated
+    parts: PostgreSQL's CPU per query (one /calibrate per server) and ab's CPU per request (the
+    round before each step). Empty when no two rows have that bound."""
+    rows = [v for v in results["variants"]
+            if (v.get("extra") or {}).get("database_on_load_cores") and (v.get("bounds") or {}).get(model.DATABASE_CPU)
+            and (v.get("calibration") or {}).get("load_cpu_ms")]
+    if len(rows) < 2:
+        return ""
+    postgres = sorted({v["extra"]["database_on_load_cores"]["cpu_ms"] for v in rows})
+    load = [v["calibration"]["load_cpu_ms"] for v in rows]
+    bounds = [v["bounds"][model.DATABASE_CPU] for v in rows]
+    cores = rows[0]["extra"]["database_on_load_cores"]["cores"]
+    text = (f"- **Why the database CPU bound differs from row to row**: it is {cores:g} core / (PostgreSQL's CPU "
+            "per query + ab's CPU per request), and both parts are calibrated. PostgreSQL's part comes from each "
+            "server's calibration at start-up ("
+            + (f"{postgres[0]:.2f} ms" if len(postgres) == 1 else
+               f"{len(postgres)} calibrations, {postgres[0]:.2f} to {postgres[-1]:.2f} ms")
+            + f"), ab's from the round just before each step ({min(load):.3f} to {max(load):.3f} ms). "
+            f"So the bound ranged from {min(bounds):,.0f} to {max(bounds):,.0f} req/s, "
+            f"±{(max(bounds) - min(bounds)) / (max(bounds) + min(bounds)):.1%} around its middle.")
+    rounds = [(r["complete"], r["complete"] * r["load_cpu_ms"]) for v in rows
+              for r in (v.get("warmup") or {}).get("rounds", []) if r.get("complete") and r.get("load_cpu_ms")]
+    sizes = sorted({n for n, _ in rounds})
+    if len(sizes) >= 2:
+        small = statistics.median(cpu for n, cpu in rounds if n == sizes[0])
+        large = statistics.median(cpu for n, cpu in rounds if n == sizes[-1])
+        if small > 0 and large / small < (sizes[-1] / sizes[0]) / 2:
+            text += (f" ab's CPU per round grew far less than the round's requests ({small:.0f} ms for "
+                     f"{sizes[0]:,} requests, {large:.0f} ms for {sizes[-1]:,}, at the median): most of it does not "
+                     "depend on the number of requests, so its CPU per request is largest in the short rounds "
+                     "of the slow steps.")
+    return text
 
 
 def _wide_jitter_line(wide: dict, varied: dict | None, jitter: float | None) -> str:

@@ -1,0 +1,98 @@
+"""Lab 03's report: goodput where responses were not 2xx, one fraction per step for the plateau,
+the spread of the database bound's calibrated parts, and HikariCP's number against the corner.
+Made-up results only: no run needed."""
+
+import pytest
+
+from pul.testing import this_lab
+
+LAB = this_lab(__file__)
+report = LAB.module("report")
+
+
+def _variant(name, rate, complete=1000, non_2xx=0, failed=0, **more):
+    return {"name": name, "requests_per_sec": rate, "complete": complete, "non_2xx": non_2xx,
+            "failed": failed, **more}
+
+
+def test_goodput_counts_only_2xx_responses():
+    # 234 responses a second, 85 of the 1,000 were 503s: 234 x 915 / 1000 were answers.
+    assert report.goodput(_variant("oversized-dispatcher", 234.0, non_2xx=85)) == pytest.approx(234.0 * 0.915)
+    assert report.goodput(_variant("ok", 100.0)) == pytest.approx(100.0)
+    # A failed request is not a good one either; nothing completed, nothing to say.
+    assert report.goodput(_variant("bad", 100.0, complete=100, non_2xx=10, failed=10)) == pytest.approx(80.0)
+    assert report.goodput(_variant("none", 0.0, complete=0)) is None
+
+
+def test_goodput_column_only_where_some_response_was_not_2xx():
+    columns = report.TABLE_COLUMNS
+    assert report.with_goodput(columns, [_variant("a", 1.0), _variant("b", 2.0)]) == columns
+    with_it = report.with_goodput(columns, [_variant("a", 1.0), _variant("b", 2.0, non_2xx=1)])
+    headings = [c[0] for c in with_it]
+    # right after req/s, so the two sit side by side
+    assert headings[headings.index("req/s") + 1] == "goodput (2xx/s)"
+    assert len(with_it) == len(columns) + 1
+
+
+def test_status_heading_says_it_may_be_a_maximum():
+    headings = [c[0] for c in report.TABLE_COLUMNS]
+    assert report.STATUS_HEADING in headings and "max" in report.STATUS_HEADING
+    record = {"requests": 91, "max_ms": 4291.2, "p99_ms": None, "samples_for_p99": 100}
+    assert report._status_tail(record).startswith("max ")
+
+
+def _sweep_step(pool, rate, bound_by, ratio, load_ms=0.06, postgres_ms=2.8, rounds=()):
+    return {"name": f"pool={pool}", "requests_per_sec": rate, "p99_ms": 300.0, "mean_ms": 200.0,
+            "service_ms": 83.0, "bound_by": bound_by, "measured_over_predicted": ratio,
+            "bounds": {"database CPU": round(1000 / (postgres_ms + load_ms), 1)},
+            "calibration": {"load_cpu_ms": load_ms},
+            "warmup": {"rounds": [{"complete": n, "load_cpu_ms": cpu / n} for n, cpu in rounds]},
+            "extra": {"pool_size": pool, "query_alone_ms": 3.0, "postgres_cpu_ms_per_query": postgres_ms,
+                      "postgres_cores": 1, "littles_law_requests_per_sec": pool * 1000 / 83.0,
+                      "server": "shared", "database_on_load_cores": {"cores": 1, "cpu_ms": postgres_ms}}}
+
+
+def _sweep(*steps):
+    return {"params": {"concurrency": 64, "query_ms": 80}, "pools": {"query_jitter": 0.5},
+            "variants": list(steps)}
+
+
+def test_plateau_is_one_number_the_tables_measured_over_predicted():
+    sweep = _sweep(_sweep_step(4, 44.0, "threads", 0.92), _sweep_step(32, 283.0, "database CPU", 0.81),
+                   _sweep_step(64, 285.0, "database CPU", 0.82))
+    text = report.sweep_summary(sweep)
+    plateau = next(line for line in text.splitlines() if "the measurements reached" in line)
+    assert "0.81 of it at pool=32" in plateau and "0.82 of it at pool=64" in plateau
+    assert "pool=4" not in plateau and "%" not in plateau.split("(")[0]
+
+
+def test_hikari_line_names_its_number_and_the_steps_nearest_it_and_the_corner():
+    sweep = _sweep(_sweep_step(2, 24.0, "threads", 0.99), _sweep_step(4, 44.0, "threads", 0.92),
+                   _sweep_step(32, 283.0, "database CPU", 0.81))
+    line = report._hikari_line(report._sweep_model(sweep), sweep["variants"])[0]
+    # 1 core: 1 x 2 (+ 1 with a disk); 1000/2.8 queries a second x 83 ms = about 30 connections.
+    assert "is 2 connections" in line and "(3 with one disk)" in line and "about 30" in line
+    assert "pool=2, served 24" in line and "pool=32, served 283" in line
+
+
+def test_bound_spread_names_both_parts_and_the_bounds_range():
+    rows = [_sweep_step(4, 44.0, "threads", 0.92, load_ms=0.14, rounds=[(75, 15.0)]),
+            _sweep_step(64, 285.0, "database CPU", 0.81, load_ms=0.056, postgres_ms=2.94, rounds=[(375, 22.0)])]
+    text = report.database_bound_spread({"variants": rows})
+    assert "2.80 to 2.94 ms" in text and "0.056 to 0.140 ms" in text
+    low, high = 1000 / (2.94 + 0.056), 1000 / (2.8 + 0.14)
+    assert f"from {min(low, high):,.0f} to {max(low, high):,.0f} req/s" in text
+    # ab's CPU per round grew 1.5x for 5x the requests: the short rounds weigh most per request.
+    assert "grew far less" in text
+
+
+def test_bound_spread_says_nothing_about_round_sizes_when_ab_scaled_with_them():
+    rows = [_sweep_step(4, 44.0, "threads", 0.92, rounds=[(75, 5.0)]),
+            _sweep_step(64, 285.0, "database CPU", 0.81, rounds=[(375, 25.0)])]
+    text = report.database_bound_spread({"variants": rows})
+    assert text and "grew far less" not in text
+    assert "(2.80 ms)" in text  # one calibration
+
+
+def test_bound_spread_needs_two_rows_with_that_bound():
+    assert report.database_bound_spread({"variants": [_sweep_step(4, 44.0, "threads", 0.92)]}) == ""
