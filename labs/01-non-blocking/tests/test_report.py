@@ -34,3 +34,14 @@ def test_the_committed_summary_compares_the_cpu_of_both_languages():
     notes = REPORT.summary_notes(results)
     for language in ("java", "scala"):
         assert any(n.startswith(f"{language}: the server spent") for n in notes), language
+
+
+def test_the_committed_run_shows_blocking_costs_the_core_what_offloading_does():
+    """The chapter says so: a sleeping thread uses no CPU, the rest of a request is the same, so
+    without the JIT compiler's part the two CPU figures per request agree within a noisy margin."""
+    results = json.loads((LAB.dir / "results" / "latest.json").read_text())
+    by_name = {v["name"]: v for v in results["variants"]}
+    for language in ("java", "scala"):
+        blocking, offloaded = by_name[f"{language}-blocking"], by_name[f"{language}-offloaded"]
+        net = [v["server_cpu_ms_per_request"] - REPORT.compiler_ms_per_request(v) for v in (blocking, offloaded)]
+        assert 0.75 <= net[0] / net[1] <= 1.33, (language, net)
