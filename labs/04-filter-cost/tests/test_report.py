@@ -65,3 +65,40 @@ def test_a_run_with_ab_only_says_so_once():
     assert analysis["reference_tool"] == "ab"
     assert analysis["verdict"].endswith("Every cost is computed from ab, the only load tool this run used.")
     assert "the only load tool this run used" in REPORT.limit_sentence(analysis)
+
+
+def test_the_write_up_is_compared_with_one_filter_not_with_the_fitted_slope():
+    analysis = REPORT.analyse(_results())
+    n = REPORT.why_numbers(analysis)
+    text = REPORT.then_and_now_sentence(analysis, n)
+    # plain-x1 costs 1 µs: eight times less than the write-up's 8 µs. The slope (over 1 and 10) is
+    # another figure, named as such.
+    assert "(`plain-x1`) added 1.0 µs" in text and "about 8 times less" in text
+    slope = analysis["per_filter"]["plain"]["slope_us"]
+    assert f"The fitted slope, {slope:.1f} µs per `Filter`, answers another question" in text
+    assert "chains of 1 and 10 filters" in text
+
+
+def test_one_filter_within_the_noise_is_not_called_smaller_than_the_write_up():
+    results = _results(overrides={"plain-x1": {"ab": 20.0001}})
+    # Spread the baseline's runs: 19.5-20.5 µs, a noise of 1 µs.
+    results["variants"][0]["extra"]["runs"] = [_run("ab", _rate(us)) for us in (19.5, 20, 20.5)]
+    analysis = REPORT.analyse(results)
+    text = REPORT.then_and_now_sentence(analysis, REPORT.why_numbers(analysis))
+    assert "too little for this run to tell from zero" in text and "times less" not in text
+
+
+def test_without_plain_x1_there_is_no_comparison_with_the_write_up():
+    results = _results()
+    results["variants"] = [v for v in results["variants"] if v["name"] != "plain-x1"]
+    analysis = REPORT.analyse(results)
+    assert "cannot be compared" in REPORT.then_and_now_sentence(analysis, REPORT.why_numbers(analysis))
+
+
+def test_the_timing_filter_is_compared_with_the_no_op_filter_of_its_kind():
+    results = _results()
+    analysis = REPORT.analyse(results)
+    text = REPORT.timing_sentence(results, analysis, REPORT.why_numbers(analysis))
+    # logging-plain 4 µs against plain-x1's 1 µs; logging-essential 1 µs against essential-x1's 0.5 µs.
+    assert "+3.0 µs (+3.0 µs of CPU) as a `Filter`, against `plain-x1`" in text
+    assert "+0.5 µs (+0.5 µs of CPU) as an `EssentialFilter`, against `essential-x1`" in text
