@@ -122,6 +122,10 @@ class FilterCost(Lab):
                 # An upper bound only: each run lasts `seconds`.
                 requests=1_000_000, seconds=params["seconds"], repeat=params["repeat"],
                 load_tools=("ab", "wrk") if thorough else ("ab",), keep_alive=True,
+                # On the one server, run r of every chain before run r + 1 of any: a drift over the
+                # run then weighs on every chain alike, and the baseline's two copies (the first
+                # chain and the last) differ by the noise, not by how far the run drifted.
+                interleave=not thorough,
                 # Nearly free requests: the JIT's progress shows for tens of seconds, so a fresh server
                 # warms up for at least WARMUP_MIN_ROUNDS rounds, until two agree within 5% and the JIT
                 # has gone quiet. On the shared server, the later set-ups need only their own filters

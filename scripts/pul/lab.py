@@ -87,6 +87,10 @@ class Step:
     # kept under extra["runs"] (spread, and whether ab or the server was the limit).
     repeat: int = 1
     load_tools: tuple[str, ...] = ("ab",)
+    # Steps on one server that all set this interleave their measured runs: run r of each before
+    # run r + 1 of any, so that a drift over the measuring phase weighs on every step alike. The
+    # lab's verify_step() then checks each run on its own (a record of that run alone).
+    interleave: bool = False
     # Seconds each run (and warm-up round) lasts at most: ab -t, wrk -d (None: --time-limit for
     # ab, 10 s for wrk). With a large `requests`, this makes runs last a fixed time.
     seconds: int | None = None

@@ -16,7 +16,7 @@ from . import limits, machine, model, report, results, tools
 from .ab import BenchRun, LoadResult
 from .wrk import WrkRun
 from .checks import parse_cpu_list
-from .errors import ServerFailed, UsageError
+from .errors import LabError, ServerFailed, UsageError
 from .lab import Lab, Services, Step
 from .probe import StatusPoller
 from .procs import Children, open_private, private_dir, run_id
@@ -308,34 +308,61 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
         "load_cores_busy": None if load_idle is None else round(1 - load_idle, 2)}
 
 
-def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
-            children: Children, progress: Progress, eta: Eta | None = None
-            ) -> tuple[LoadResult, dict | None, dict, list[dict]]:
-    """Every run of a step (repeat x load_tools); the variant's numbers come from the median
-    run of the first tool. Returns (that run, probe, its CPU, every run as a dict)."""
-    single = step.repeat == 1 and tuple(step.load_tools) == ("ab",)
-    poller = StatusPoller(server.base_url + step.probe) if step.probe else None
-    runs: list[tuple[LoadResult, dict, Path, str, int]] = []
-    steal = machine.StealMeter()
-    jit_before, clock_before = _compiler_cpu(server), time.monotonic()
-    for repetition in range(1, step.repeat + 1):
+class Runs:
+    """The measured runs of one step, as they are made (one at a time when steps interleave),
+    with the compiler's CPU and the seconds they took, for the step's JIT share."""
+
+    def __init__(self, step: Step, server: Server):
+        self.step, self.server = step, server
+        self.made: list[tuple[LoadResult, dict, Path, str, int]] = []
+        self.jit_seconds: float | None = 0.0 if _compiler_cpu(server) is not None else None
+        self.seconds = 0.0
+
+    def make(self, lab: Lab, repetition: int, options: RunOptions, pin: dict, raw_dir: Path,
+             children: Children, progress: Progress, eta: Eta | None = None,
+             poller: StatusPoller | None = None) -> None:
+        """Run `repetition` of the step: once with each of its load tools."""
+        step = self.step
+        single = step.repeat == 1 and tuple(step.load_tools) == ("ab",)
         for tool in step.load_tools:
             what = f"{step.seconds} s" if step.seconds else f"{step.requests} requests"
             progress.step(f"{step.name}: measuring with {tool}"
                           + ("" if single else f", run {repetition}/{step.repeat}")
                           + f" ({what}, c={step.concurrency})" + (eta.left() if eta else ""))
             output = raw_dir / (f"{step.name}.ab.txt" if single else f"{step.name}.{tool}.{repetition}.txt")
-            result, cpu = _run_once(lab, step, server, options, pin, children, progress, step.requests, output,
-                                    tool, "measured run", poller=None if runs else poller)
-            runs.append((result, cpu, output, tool, repetition))
+            jit_before, clock_before = _compiler_cpu(self.server), time.monotonic()
+            result, cpu = _run_once(lab, step, self.server, options, pin, children, progress, step.requests,
+                                    output, tool, "measured run", poller=None if self.made else poller)
+            self.seconds += time.monotonic() - clock_before
+            if self.jit_seconds is not None and jit_before is not None:
+                self.jit_seconds += max(0.0, (_compiler_cpu(self.server) or jit_before) - jit_before)
+            self.made.append((result, cpu, output, tool, repetition))
+
+    def summary(self, raw_dir: Path, steal_share: float | None) -> tuple[LoadResult, dict, list[dict]]:
+        """The variant's numbers: the median run of the first tool, its CPU, and every run as a dict."""
+        step = self.step
+        single = step.repeat == 1 and tuple(step.load_tools) == ("ab",)
+        first_tool = [r for r in self.made if r[3] == step.load_tools[0]]
+        result, cpu, output, _, _ = sorted(first_tool, key=lambda r: r[0].requests_per_sec)[(len(first_tool) - 1) // 2]
+        jit_share = (round(self.jit_seconds / self.seconds, 3)
+                     if self.jit_seconds is not None and self.seconds > 0 else None)
+        cpu = {**cpu, "output": output, "steal_share": steal_share, "jit_share": jit_share}
+        records = [] if single else [run_record(*r, raw_dir.parent) for r in self.made]
+        return result, cpu, records
+
+
+def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
+            children: Children, progress: Progress, eta: Eta | None = None
+            ) -> tuple[LoadResult, dict | None, dict, list[dict]]:
+    """Every run of a step (repeat x load_tools); the variant's numbers come from the median
+    run of the first tool. Returns (that run, probe, its CPU, every run as a dict)."""
+    poller = StatusPoller(server.base_url + step.probe) if step.probe else None
+    steal = machine.StealMeter()
+    runs = Runs(step, server)
+    for repetition in range(1, step.repeat + 1):
+        runs.make(lab, repetition, options, pin, raw_dir, children, progress, eta, poller)
     probe = poller.finish() if poller else None
-    first_tool = [r for r in runs if r[3] == step.load_tools[0]]
-    result, cpu, output, _, _ = sorted(first_tool, key=lambda r: r[0].requests_per_sec)[(len(first_tool) - 1) // 2]
-    jit_after = _compiler_cpu(server) if jit_before is not None else None
-    jit_share = (round(max(0.0, jit_after - jit_before) / (time.monotonic() - clock_before), 3)
-                 if jit_after is not None else None)
-    cpu = {**cpu, "output": output, "steal_share": steal.share(), "jit_share": jit_share}
-    records = [] if single else [run_record(*r, raw_dir.parent) for r in runs]
+    result, cpu, records = runs.summary(raw_dir, steal.share())
     return result, probe, cpu, records
 
 
@@ -547,11 +574,16 @@ def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
             warms = options.warmup != 0 and step.warmup_requests != 0
             rounds = 1 if step.warmup_max_rounds == 1 else step.warmup_min_rounds
             phases.append((f"warm {step.name}", _round_seconds(step, UNTIMED_RUN_SECONDS) * rounds if warms else 0))
-        for step in group:
-            run_seconds = step.seconds or UNTIMED_RUN_SECONDS
-            calibrating = step.calibrate and (len(group) > 1 or step.warmup_requests == 0)
-            phases.append((f"measure {step.name}", run_seconds * step.repeat * len(step.load_tools)
-                           + (_round_seconds(step, UNTIMED_RUN_SECONDS) if calibrating else 0)))
+        interleaved = len(group) > 1 and all(step.interleave for step in group)
+        for repetition in range(1, max(step.repeat for step in group) + 1 if interleaved else 2):
+            for step in group:
+                if interleaved and repetition > step.repeat:
+                    continue
+                run_seconds = step.seconds or UNTIMED_RUN_SECONDS
+                calibrating = repetition == 1 and step.calibrate and (len(group) > 1 or step.warmup_requests == 0)
+                phases.append((f"measure {step.name}" + (f" #{repetition}" if interleaved else ""),
+                               run_seconds * (1 if interleaved else step.repeat) * len(step.load_tools)
+                               + (_round_seconds(step, UNTIMED_RUN_SECONDS) if calibrating else 0)))
     return phases
 
 
@@ -588,13 +620,17 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
 def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: Services, pools: dict,
                    options: RunOptions, pin: dict, where: Where, children: Children,
                    progress: Progress, eta: Eta) -> list[dict]:
-    """The steps that share one server: warm every one up first, then calibrate and measure each."""
+    """The steps that share one server: warm every one up first, then calibrate and measure each
+    (or, where the steps interleave, run r of each before run r + 1 of any)."""
     # The JIT's work for one variant speeds up the others, so measuring right after each one's
     # own warm-up would favour whichever runs last.
     warmups = {}
     for step in group:
         eta.begin(f"warm {step.name}")
         warmups[step.name] = warm_up(lab, step, server, options, pin, where.raw_dir, children, progress, eta)
+    if _interleaved(group):
+        return _measure_interleaved(lab, params, group, server, services, pools, options, pin, where, children,
+                                    progress, eta, warmups)
     records = []
     for step in group:
         eta.begin(f"measure {step.name}")
@@ -610,6 +646,59 @@ def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: 
         if warmups[step.name] is not None:
             record["warmup"] = warmups[step.name]
         lab.verify_step(step, server, record, services)
+        records.append(record)
+        _print_step(record, progress)
+    return records
+
+
+def _interleaved(group: list[Step]) -> bool:
+    """Whether the group's steps interleave their runs (Step.interleave: all of them or none)."""
+    flags = {step.interleave for step in group}
+    if len(flags) > 1:
+        raise LabError("steps on one server must all interleave or none: "
+                       + ", ".join(f"{s.name}={s.interleave}" for s in group))
+    if flags == {True} and any(step.probe for step in group):
+        raise LabError("interleaved steps cannot have a /status probe: it would span the other steps' runs")
+    return flags == {True} and len(group) > 1
+
+
+def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, services: Services, pools: dict,
+                         options: RunOptions, pin: dict, where: Where, children: Children, progress: Progress,
+                         eta: Eta, warmups: dict) -> list[dict]:
+    """Run r of every step before run r + 1 of any: a drift of the server or the machine over the
+    measuring phase then weighs on every step alike instead of favouring the steps measured first.
+    Each step is calibrated right before its first run; the lab verifies each run on its own
+    (verify_step with a record of that run alone; what it adds to the last one's `extra` is kept)."""
+    steal = machine.StealMeter()
+    runs = {step.name: Runs(step, server) for step in group}
+    calibrated, load_before, checked = {}, {}, {}
+    for repetition in range(1, max(step.repeat for step in group) + 1):
+        for step in group:
+            if repetition > step.repeat:
+                continue
+            eta.begin(f"measure {step.name} #{repetition}")
+            if repetition == 1:
+                load_before[step.name] = round(os.getloadavg()[0], 2)
+                calibrated[step.name] = calibration(lab, step, server, options, pin, where.raw_dir, children,
+                                                    progress, warmups[step.name], False, pools, eta)
+            done = len(runs[step.name].made)
+            runs[step.name].make(lab, repetition, options, pin, where.raw_dir, children, progress, eta)
+            for result, _, _, _, _ in runs[step.name].made[done:]:
+                checked[step.name] = {"name": step.name, "complete": result.complete, "extra": {}}
+                lab.verify_step(step, server, checked[step.name], services)
+    steal_share = steal.share()
+    records = []
+    for step in group:
+        result, cpu, made = runs[step.name].summary(where.raw_dir, steal_share)
+        record = variant_record(lab, step, result, None, {**cpu, "load_average_before": load_before[step.name]},
+                                pools, params, where.raw_dir, where.results_dir, calibrated[step.name])
+        record["interleaved"] = True
+        # What the lab's check of the step's last run found (lab 04: the filters its chain ran).
+        record["extra"].update(checked[step.name]["extra"])
+        if made:
+            record["extra"]["runs"] = made
+        if warmups[step.name] is not None:
+            record["warmup"] = warmups[step.name]
         records.append(record)
         _print_step(record, progress)
     return records

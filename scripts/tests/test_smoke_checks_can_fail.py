@@ -171,7 +171,10 @@ def test_lab01_the_committed_run_passes_the_new_check():
 
 @pytest.mark.parametrize("ratio", [1.6, 2.0], ids=["prediction from too few threads", "requests counted twice"])
 def test_lab01_a_rate_above_its_ceiling_fails_the_new_check(ratio):
-    v = dict(committed("01-non-blocking")["variants"][0], measured_over_predicted=ratio)
+    v = committed("01-non-blocking")["variants"][0]
+    # A rate `ratio` times the Little's-law ceiling: the ceiling was computed from too few threads,
+    # or every request was counted `ratio` times.
+    v = dict(v, requests_per_sec=ratio * LAB01.littles_law(v), measured_over_predicted=ratio)
     old_serve_assertions(v, 20.0, 1.0)
     with pytest.raises(AssertionError):
         LAB01.check_measured_against_predicted(v)
