@@ -176,15 +176,29 @@ def _f(value: float | None, digits: int = 1) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
+def goodput(v: dict) -> float:
+    """Requests per second answered with a 2xx: ab's rate counts failed and non-2xx answers too
+    (a 503 from admission control is a complete request to ab)."""
+    complete = v["complete"]
+    if not complete:
+        return 0.0
+    return v["requests_per_sec"] * max(0, complete - v["failed"] - v["non_2xx"]) / complete
+
+
 def closed_table(steps: list[dict]) -> str:
-    rows = ["| c | req/s | mean ms | p50 ms | p90 ms | p99 ms | max ms | failed | server CPU "
+    """One row per closed-loop step; a 2xx/s (goodput) column joins when some step was answered
+    with non-2xx responses (e.g. 503s from lab.admission-limit), since req/s then counts those too."""
+    with_goodput = any(v["non_2xx"] for v in steps)
+    extra_head, extra_rule = (" 2xx/s |", "---:|") if with_goodput else ("", "")
+    rows = ["| c | req/s |" + extra_head + " mean ms | p50 ms | p90 ms | p99 ms | max ms | failed | server CPU "
             "| predicted req/s | X·R (in flight) | X·R / c | Little |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"]
+            "|---:|---:|" + extra_rule + "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"]
     for v in steps:
         check = little_check(v)
         cpu = v.get("server_cpu_utilization")
+        extra = f" {goodput(v):,.0f} |" if with_goodput else ""
         rows.append(
-            f"| {v['concurrency']:,} | {v['requests_per_sec']:,.0f} | {_f(v['mean_ms'], 2)} | {_f(v['p50_ms'], 2)} "
+            f"| {v['concurrency']:,} | {v['requests_per_sec']:,.0f} |{extra} {_f(v['mean_ms'], 2)} | {_f(v['p50_ms'], 2)} "
             f"| {_f(v['p90_ms'], 2)} | {_f(v['p99_ms'], 2)} | {_f(v['max_ms'], 1)} | {v['failed'] + v['non_2xx']:,} "
             f"| {'–' if cpu is None else f'{cpu:.0%}'} | {_f(v['predicted_requests_per_sec'], 0)} "
             f"| {check['in_flight']:,.2f} | {check['ratio']:.2f} | {'holds' if check['holds'] else '**off**'} |")

@@ -1,0 +1,49 @@
+"""Fast tests of lab 05's report on made-up steps: the closed-loop table's 2xx/s column, which
+joins only when some answers were not 2xx (503s from admission control), and Little's law check."""
+
+from __future__ import annotations
+
+import pytest
+
+from pul.testing import this_lab
+
+REPORT = this_lab(__file__).module("report")
+
+
+def _step(c, rate, mean_ms, complete=10_000, failed=0, non_2xx=0, max_ms=None):
+    return {"name": f"c={c}", "concurrency": c, "requests_per_sec": rate, "mean_ms": mean_ms,
+            "p50_ms": mean_ms, "p90_ms": mean_ms, "p99_ms": mean_ms, "max_ms": max_ms or mean_ms,
+            "complete": complete, "failed": failed, "non_2xx": non_2xx, "errors": [],
+            "server_cpu_utilization": 0.9, "predicted_requests_per_sec": rate, "extra": {"sweep": "echo"}}
+
+
+def _header(table: str) -> list[str]:
+    return [cell.strip() for cell in table.splitlines()[0].strip("|").split("|")]
+
+
+def test_no_goodput_column_when_every_answer_was_2xx():
+    table = REPORT.closed_table([_step(1, 1000, 1.0), _step(8, 3000, 8 / 3)])
+    assert "2xx/s" not in _header(table)
+
+
+def test_goodput_counts_only_2xx_answers_and_joins_the_table_when_some_were_not():
+    # 64 in flight, 12,000 req/s to ab, a quarter of them 503s: 9,000 2xx a second.
+    refused = _step(64, 12_000, 64 / 12, complete=40_000, non_2xx=10_000)
+    assert REPORT.goodput(refused) == pytest.approx(9_000)
+    table = REPORT.closed_table([_step(1, 1000, 1.0), refused])
+    header = _header(table)
+    assert header[:3] == ["c", "req/s", "2xx/s"]
+    rows = [line.strip("|").split("|") for line in table.splitlines()[2:]]
+    assert all(len(row) == len(header) for row in rows)
+    assert rows[1][2].strip() == "9,000" and rows[0][2].strip() == "1,000"
+
+
+def test_failed_requests_do_not_count_as_goodput_either():
+    assert REPORT.goodput(_step(8, 2000, 4.0, complete=1000, failed=250)) == pytest.approx(1500)
+    assert REPORT.goodput(_step(8, 2000, 4.0, complete=0)) == 0
+
+
+def test_littles_law_holds_for_a_consistent_step_and_fails_when_connections_were_not_timed():
+    assert REPORT.little_check(_step(64, 3200, 20.0))["holds"]
+    # Half the connections in flight were not being timed: X x R is half of c.
+    assert not REPORT.little_check(_step(64, 3200, 10.0, failed=500))["holds"]
