@@ -116,7 +116,9 @@ def test_a_server_that_cannot_start_shows_its_log(tmp_path):
 
 
 def test_a_server_that_dies_mid_run_is_reported(tmp_path):
-    driver = Driver("01", "--results-dir", str(tmp_path), "--no-report", log=tmp_path / "driver.log")
+    # No warm-up: the first measured run starts right after the server.
+    driver = Driver("01", "--warmup", "0", "--variant", "java-blocking", "--results-dir", str(tmp_path),
+                    "--no-report", log=tmp_path / "driver.log")
     try:
         driver.wait_for("measuring", timeout=240)
         jvms = [pid for pid in processes_with_run_id(driver.token)
