@@ -3,6 +3,7 @@ summary lines."""
 
 from __future__ import annotations
 
+import json
 import statistics
 
 from pul import report
@@ -100,7 +101,72 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/figures/lab04-throughput.svg": throughput_figure(results, analysis),
         "book/src/figures/lab04-cost.svg": cost_figure(results, analysis),
         "book/src/generated/lab04-bounds.md": report.bounds_markdown(results),
+        "book/src/generated/lab04-modes.md": modes_text(results, _committed_thorough(lab)),
     }
+
+
+# -- the two modes, side by side --------------------------------------------------
+
+# The --thorough run the book compares the default mode's with (`scripts/lab run 04 --thorough
+# --results-dir labs/04-filter-cost/results/thorough`).
+THOROUGH_DIR = ("results", "thorough")
+
+
+def _committed_thorough(lab) -> dict | None:
+    path = lab.dir.joinpath(*THOROUGH_DIR, "latest.json") if lab is not None else None
+    if path is None or not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def _ab_costs(results: dict) -> dict[str, tuple[float, float | None]]:
+    """Per set-up: ab's median req/s and its cost in µs per request against the same run's baseline."""
+    medians = {}
+    for v in results["variants"]:
+        rates = [r["requests_per_sec"] for r in runs_of(v) if r["tool"] == "ab"]
+        if rates:
+            medians[v["name"]] = statistics.median(rates)
+    base = medians.get(BASELINE)
+    return {name: (rate, None if base is None or name == BASELINE else 1e6 / rate - 1e6 / base)
+            for name, rate in medians.items()}
+
+
+def modes_text(results: dict, thorough: dict | None) -> str:
+    """The default mode's run against a --thorough one (a fresh server per set-up): the same costs?"""
+    if thorough is None or results.get("params", {}).get("mode") == THOROUGH:
+        return ("No `--thorough` run is committed next to this one, so the book cannot compare the two "
+                "modes here.\n")
+    one, fresh = _ab_costs(results), _ab_costs(thorough)
+    names = [n for n in one if n in fresh and n != BASELINE_AGAIN]
+    rows = ["| set-up | one server: ab req/s | cost µs/req | fresh servers: ab req/s | cost µs/req | "
+            "cost difference µs/req |", "|---|---:|---:|---:|---:|---:|"]
+    gaps = []
+    for n in names:
+        (r1, c1), (r2, c2) = one[n], fresh[n]
+        gap = None if c1 is None or c2 is None else c1 - c2
+        if gap is not None:
+            gaps.append(abs(gap))
+        rows.append(f"| {n} | {r1:,.0f} | {_cost(c1)} | {r2:,.0f} | {_cost(c2)} | {_cost(gap)} |")
+    order = [n for n in ("java-plain-x10", "plain-x10", "essential-x10") if n in one and n in fresh]
+
+    def ranking(costs):
+        return sorted(order, key=lambda n: -costs[n][1])
+
+    same_order = ranking(one) == ranking(fresh)
+    text = "\n".join(rows) + "\n\n"
+    text += (f"Both runs measured {len(names)} set-ups with ab. Against each run's own baseline, the costs "
+             f"differ by {statistics.median(gaps):.1f} µs per request at the median and {max(gaps):.1f} µs "
+             f"at most; the ten-filter chains rank "
+             + " > ".join(f"`{n}`" for n in ranking(one))
+             + (" in both." if same_order else " on the one server, but "
+                + " > ".join(f"`{n}`" for n in ranking(fresh)) + " on fresh servers.")
+             + f" The fresh-server run: {thorough['started_at'][:10]}, {thorough['duration_s']:,.0f} s, "
+             f"load average {thorough['machine'].get('load_average_at_start')} at start.\n") if gaps else ""
+    return text
+
+
+def _cost(us: float | None) -> str:
+    return "–" if us is None else f"{us:+.1f}"
 
 
 # -- analysis of a results file -----------------------------------------------------

@@ -102,3 +102,33 @@ def test_the_timing_filter_is_compared_with_the_no_op_filter_of_its_kind():
     # logging-plain 4 µs against plain-x1's 1 µs; logging-essential 1 µs against essential-x1's 0.5 µs.
     assert "+3.0 µs (+3.0 µs of CPU) as a `Filter`, against `plain-x1`" in text
     assert "+0.5 µs (+0.5 µs of CPU) as an `EssentialFilter`, against `essential-x1`" in text
+
+
+# -- the default mode against --thorough ------------------------------------------
+
+def _thorough(overrides=None):
+    run = _results(tools=("ab", "wrk"), overrides=overrides)
+    run.update(started_at="2026-11-25T10:00:00Z", duration_s=600, machine={"load_average_at_start": 0.5})
+    return run
+
+
+def test_the_modes_compare_ab_costs_against_each_runs_own_baseline():
+    # The fresh servers' baseline is slower (25 µs), and so is each set-up by the same 5 µs: the
+    # costs are the same, so the difference is zero.
+    shifted = {name: {"ab": us + 5} for name, us in {"none": 20, "plain-x1": 21, "plain-x10": 90,
+                                                      "essential-x1": 20.5, "essential-x10": 21,
+                                                      "logging-plain": 24, "logging-essential": 21}.items()}
+    text = REPORT.modes_text(_results(), _thorough(shifted))
+    assert "| plain-x10 | 11,111 | +70.0 | 10,526 | +70.0 | +0.0 |" in text
+    assert "differ by 0.0 µs per request at the median and 0.0 µs at most" in text
+    assert "rank `plain-x10` > `essential-x10` in both" in text
+
+
+def test_a_different_ranking_on_fresh_servers_is_said():
+    text = REPORT.modes_text(_results(), _thorough({"essential-x10": {"ab": 100}}))
+    assert "on the one server, but `essential-x10` > `plain-x10` on fresh servers" in text
+    assert "79.0 µs at most" in text  # 1 µs on the one server, 80 on fresh ones
+
+
+def test_without_a_thorough_run_there_is_no_comparison():
+    assert "No `--thorough` run is committed" in REPORT.modes_text(_results(), None)
