@@ -580,7 +580,8 @@ def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
                 if interleaved and repetition > step.repeat:
                     continue
                 run_seconds = step.seconds or UNTIMED_RUN_SECONDS
-                calibrating = repetition == 1 and step.calibrate and (len(group) > 1 or step.warmup_requests == 0)
+                calibrating = (repetition == (_calibrated_before(step) if interleaved else 1) and step.calibrate
+                               and (len(group) > 1 or step.warmup_requests == 0))
                 phases.append((f"measure {step.name}" + (f" #{repetition}" if interleaved else ""),
                                run_seconds * (1 if interleaved else step.repeat) * len(step.load_tools)
                                + (_round_seconds(step, UNTIMED_RUN_SECONDS) if calibrating else 0)))
@@ -662,13 +663,22 @@ def _interleaved(group: list[Step]) -> bool:
     return flags == {True} and len(group) > 1
 
 
+def _calibrated_before(step: Step) -> int:
+    """The run an interleaved step is calibrated right before: its middle one. A whole round of
+    other steps separates a step's runs, and a server still speeding up (the JIT's last work) or a
+    machine slowing down moves all of them; calibrated before the first, the prediction would sit
+    at one end of that drift and the median run in the middle."""
+    return (step.repeat + 1) // 2
+
+
 def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, services: Services, pools: dict,
                          options: RunOptions, pin: dict, where: Where, children: Children, progress: Progress,
                          eta: Eta, warmups: dict) -> list[dict]:
     """Run r of every step before run r + 1 of any: a drift of the server or the machine over the
     measuring phase then weighs on every step alike instead of favouring the steps measured first.
-    Each step is calibrated right before its first run; the lab verifies each run on its own
-    (verify_step with a record of that run alone; what it adds to the last one's `extra` is kept)."""
+    Each step is calibrated right before its middle run (_calibrated_before); the lab verifies each
+    run on its own (verify_step with a record of that run alone; what it adds to the last one's
+    `extra` is kept)."""
     steal = machine.StealMeter()
     runs = {step.name: Runs(step, server) for step in group}
     calibrated, load_before, checked = {}, {}, {}
@@ -679,6 +689,7 @@ def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, serv
             eta.begin(f"measure {step.name} #{repetition}")
             if repetition == 1:
                 load_before[step.name] = round(os.getloadavg()[0], 2)
+            if repetition == _calibrated_before(step):
                 calibrated[step.name] = calibration(lab, step, server, options, pin, where.raw_dir, children,
                                                     progress, warmups[step.name], False, pools, eta)
             done = len(runs[step.name].made)
