@@ -50,7 +50,7 @@ def summary_notes(results: dict) -> list[str]:
 MODES = {
     DEFAULT: "Mode: default. One server offered every set-up, each request naming its filter chain in its path; "
              "it warmed up until its JIT went quiet, then each set-up briefly; the runs were interleaved (run r of "
-             "every set-up before run r + 1 of any); ab only. `--thorough` measures each "
+             "every set-up before run r + 1 of any), the baseline's two more; ab only. `--thorough` measures each "
              "set-up on a fresh server, with ab and wrk.",
     THOROUGH: "Mode: thorough. A fresh server per set-up, each warmed up until its JIT went quiet; ab and wrk.",
 }
@@ -139,14 +139,18 @@ def modes_text(results: dict, thorough: dict | None) -> str:
     one, fresh = _ab_costs(results), _ab_costs(thorough)
     names = [n for n in one if n in fresh and n != BASELINE_AGAIN]
     rows = ["| set-up | one server: ab req/s | cost µs/req | fresh servers: ab req/s | cost µs/req | "
-            "cost difference µs/req |", "|---|---:|---:|---:|---:|---:|"]
-    gaps = []
+            "cost difference µs/req | one server ÷ fresh |", "|---|---:|---:|---:|---:|---:|---:|"]
+    gaps, ratios = [], []
     for n in names:
         (r1, c1), (r2, c2) = one[n], fresh[n]
         gap = None if c1 is None or c2 is None else c1 - c2
+        ratio = c1 / c2 if gap is not None and min(c1, c2) >= LARGE_COST_US else None
         if gap is not None:
             gaps.append(abs(gap))
-        rows.append(f"| {n} | {r1:,.0f} | {_cost(c1)} | {r2:,.0f} | {_cost(c2)} | {_cost(gap)} |")
+        if ratio is not None:
+            ratios.append(ratio)
+        rows.append(f"| {n} | {r1:,.0f} | {_cost(c1)} | {r2:,.0f} | {_cost(c2)} | {_cost(gap)} | "
+                    f"{'–' if ratio is None else f'{ratio:.2f}'} |")
     order = [n for n in ("java-plain-x10", "plain-x10", "essential-x10") if n in one and n in fresh]
 
     def ranking(costs):
@@ -160,9 +164,15 @@ def modes_text(results: dict, thorough: dict | None) -> str:
              + " > ".join(f"`{n}`" for n in ranking(one))
              + (" in both." if same_order else " on the one server, but "
                 + " > ".join(f"`{n}`" for n in ranking(fresh)) + " on fresh servers.")
+             + (f" Where both costs are {LARGE_COST_US:g} µs or more, the one server's is "
+                f"{min(ratios):.2f}–{max(ratios):.2f} times the fresh servers'." if ratios else "")
              + f" The fresh-server run: {thorough['started_at'][:10]}, {thorough['duration_s']:,.0f} s, "
              f"load average {thorough['machine'].get('load_average_at_start')} at start.\n") if gaps else ""
     return text
+
+
+# Costs this large are compared as a ratio too: a few µs of noise is then a small share of them.
+LARGE_COST_US = 10.0
 
 
 def _cost(us: float | None) -> str:

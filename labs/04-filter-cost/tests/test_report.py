@@ -119,7 +119,9 @@ def test_the_modes_compare_ab_costs_against_each_runs_own_baseline():
                                                       "essential-x1": 20.5, "essential-x10": 21,
                                                       "logging-plain": 24, "logging-essential": 21}.items()}
     text = REPORT.modes_text(_results(), _thorough(shifted))
-    assert "| plain-x10 | 11,111 | +70.0 | 10,526 | +70.0 | +0.0 |" in text
+    assert "| plain-x10 | 11,111 | +70.0 | 10,526 | +70.0 | +0.0 | 1.00 |" in text
+    assert "| plain-x1 | 47,619 | +1.0 | 38,462 | +1.0 | +0.0 | – |" in text  # too small for a ratio
+    assert "the one server's is 1.00–1.00 times the fresh servers'" in text
     assert "differ by 0.0 µs per request at the median and 0.0 µs at most" in text
     assert "rank `plain-x10` > `essential-x10` in both" in text
 
