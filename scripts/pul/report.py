@@ -145,7 +145,22 @@ def band_note(v: dict) -> str | None:
             f"{BAND[0]:.2f}-{BAND[1]:.2f}" + (f"; the {v['bound_by']} was {busy:.0%} busy" if busy is not None else "")
             + (f", {compiler:.0%} of it the JIT compiler's" if compiler else "")
             + ("; its warm-up had not settled, so the calibration before it was not the server's steady state"
-               if (v.get("warmup") or {}).get("settled") is False else "") + ".")
+               if (v.get("warmup") or {}).get("settled") is False else "")
+            + _calibration_outlier(v) + ".")
+
+
+def _calibration_outlier(v: dict) -> str:
+    """Where a repeated step's calibration round served a rate outside the range of all its measured
+    runs: that one round's noise, not the model, set the prediction."""
+    calibration, runs = v.get("calibration") or {}, (v.get("extra") or {}).get("runs") or []
+    rate = calibration.get("requests_per_sec")
+    rates = [r["requests_per_sec"] for r in runs if r.get("tool", "ab") == "ab"]
+    if rate is None or len(rates) < 2 or min(rates) <= rate <= max(rates):
+        return ""
+    side = "slower" if rate < min(rates) else "faster"
+    return (f"; its calibration round ({_number(rate)} req/s) was {side} than every one of its "
+            f"{len(rates)} measured runs ({_number(min(rates))}–{_number(max(rates))} req/s): that one "
+            "round's noise set the prediction")
 
 
 def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
