@@ -59,7 +59,7 @@ def test_merges_a_room_into_one_table_and_figure_per_lab(tmp_path):
     svg = (out / f"room-{first['lab']}.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "bob" in svg and "carol" in svg
     # One figure per lab and set of parameters: a lab's folder may keep older runs made with others.
-    committed = [json.loads(p.read_text()) for p in REPO.glob("labs/*/results/*.json")]
+    committed = [json.loads(p.read_text()) for p in REPO.glob("labs/*/results/**/*.json")]
     assert len(list(out.glob("room-*.svg"))) == len({(r["lab"], json.dumps(r["params"], sort_keys=True))
                                                      for r in committed})
 

@@ -14,7 +14,7 @@ from pul import schema
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO / "scripts" / "results.schema.json"
-COMMITTED = sorted(REPO.glob("labs/*/results/*.json"))
+COMMITTED = sorted(REPO.glob("labs/*/results/**/*.json"))
 
 
 def _both(instance, the_schema) -> tuple[bool, bool]:
