@@ -280,8 +280,9 @@ class JdbcDispatcher(Lab):
         requests = min(params["requests"], max(MIN_STEP_REQUESTS, int(rate * params["step_seconds"])))
         return Step(name=name, endpoint=SIZED if sized else name, concurrency=c, requests=requests,
                     setup=setup, pool=dispatcher, probe=probe, keep_alive=True,
-                    # A round of WARMUP_SECONDS at the rate the step's requests assume.
-                    warmup_requests=max(50, int(requests * WARMUP_SECONDS / params["step_seconds"])),
+                    # A round of WARMUP_SECONDS at the rate the step's requests assume, and never fewer
+                    # requests than are in flight (ab refuses -n below -c: --pools 2 at c=64).
+                    warmup_requests=max(50, c, int(requests * WARMUP_SECONDS / params["step_seconds"])),
                     warmup_max_rounds=DEFAULT_WARMUP_MAX_ROUNDS, extra=extra)
 
     def _sweep_steps(self, params: dict) -> list[Step]:

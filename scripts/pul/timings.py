@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 from . import exercises, machine
@@ -57,15 +58,26 @@ def words(path: Path) -> int:
     return max(100, round(len(re.findall(r"[A-Za-z0-9][\w'’-]*", text)), -2))
 
 
-def chapter_for(number: str) -> Path | None:
+def chapter_pages(number: str, main: str | None = None) -> list[Path]:
+    """A lesson's pages: its chapter (`main`, the lab's [book] chapter, when given) first, then the
+    sub-pages it was split into (every other chNN-*.md): all of them are presented."""
     found = sorted((REPO / "book" / "src").glob(f"ch{number}-*.md"))
-    return found[0] if found else None
+    return sorted(found, key=lambda p: (p.name != main, p.name))
+
+
+def _book_chapter(lab_dir: Path) -> str | None:
+    """The file name of the chapter a lab's lab.toml names in [book] (None: it names none)."""
+    toml = lab_dir / "lab.toml"
+    chapter = tomllib.loads(toml.read_text()).get("book", {}).get("chapter") if toml.exists() else None
+    return Path(chapter).name if chapter else None
 
 
 def lessons(timings: dict) -> list[dict]:
     rows = []
     for number, lab_dir, driver in all_labs():
-        chapter = chapter_for(number)
+        main = _book_chapter(lab_dir)
+        pages = chapter_pages(number, main)
+        chapter = pages[0] if pages else None
         latest = lab_dir / "results" / "latest.json"
         run_s = json.loads(latest.read_text()).get("duration_s") if latest.exists() else None
         measured = timings.get("labs", {}).get(lab_dir.name, {})
@@ -73,7 +85,7 @@ def lessons(timings: dict) -> list[dict]:
         rows.append({
             "number": number, "lab": lab_dir.name, "title": title,
             "chapter": chapter.name if chapter else None,
-            "words": words(chapter) if chapter else None,
+            "words": sum(words(page) for page in pages) if pages else None,
             "run_s": run_s,
             "build_s": measured.get("first_build_s"),
             "exercises": len(exercises.load(driver)) if driver else 0,

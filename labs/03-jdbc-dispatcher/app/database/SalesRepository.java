@@ -100,9 +100,10 @@ public class SalesRepository {
   // ANCHOR: latency
   // The database's latency, made on the database's side: the connection is
   // busy (and PostgreSQL's backend idle) for about query-ms, as when it waits
-  // for a disk. Real waits vary, and so does this one: uniformly within
-  // query-ms x (1 +/- query-jitter). Identical waits would make the
-  // connections march in lockstep (chapter 3 shows what that costs).
+  // for the network or another service: a wait that uses no database CPU
+  // (chapter 3's "Two sizing rules"). Real waits vary, and so does this one:
+  // uniformly within query-ms x (1 +/- query-jitter). Identical waits would
+  // make the connections march in lockstep (chapter 3 shows what that costs).
   private static void waitInDatabase(Connection connection, long millis, double jitter)
       throws SQLException {
     try (PreparedStatement sleep =
