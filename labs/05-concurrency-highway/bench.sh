@@ -47,7 +47,7 @@ fi
 
 # ANCHOR: post
 # Closed loop with ab: POST the payload file as application/json, like the
-# 2013 write-up's `ab -p echoPayload.json -T application/json`.
+# write-up's `ab -p echoPayload.json -T application/json`.
 # -s 120: wait up to two minutes for a response. At 10,000 in flight a request
 # can queue for many seconds, and ab aborts the whole run (printing no report)
 # when no socket moves for -s seconds.
