@@ -38,10 +38,12 @@ def test_the_committed_summary_compares_the_cpu_of_both_languages():
 
 def test_the_committed_run_shows_blocking_costs_the_core_what_offloading_does():
     """The chapter says so: a sleeping thread uses no CPU, the rest of a request is the same, so
-    without the JIT compiler's part the two CPU figures per request agree within a noisy margin."""
+    without the JIT compiler's part the two CPU figures per request agree within a margin for noise
+    and for the work paid by the second (probes, housekeeping), which a blocking variant spreads
+    over about a sixth of the requests: a little higher, never a multiple."""
     results = json.loads((LAB.dir / "results" / "latest.json").read_text())
     by_name = {v["name"]: v for v in results["variants"]}
     for language in ("java", "scala"):
         blocking, offloaded = by_name[f"{language}-blocking"], by_name[f"{language}-offloaded"]
         net = [v["server_cpu_ms_per_request"] - REPORT.compiler_ms_per_request(v) for v in (blocking, offloaded)]
-        assert 0.75 <= net[0] / net[1] <= 1.33, (language, net)
+        assert 0.8 <= net[0] / net[1] <= 1.5, (language, net)
