@@ -120,7 +120,9 @@ function pageFacts() {
     return { title: text(h2), text: parts.map(text).join(" "), solutions: solutions.length,
              diffSolutions: solutions.filter((d) => d.querySelector("code.language-diff")).length };
   });
-  return { listings, sections };
+  // Code and output on the page (a prose-only sub-page has none, and so needs no listing).
+  const code = main.querySelectorAll("pre").length;
+  return { listings, sections, code };
 }
 
 const quotes = (value) => value.replace(/[\u2018\u2019]/g, "'").replace(/[\u201c\u201d]/g, '"');
@@ -131,7 +133,8 @@ function conventionProblems(page, facts, ids = {}) {
   const say = (message) => problems.push(`${page.file}: book conventions: ${message}`);
   const n = page.number;
   const listings = facts.listings.map((l) => ({ ...l, caption: l.caption === null ? null : quotes(l.caption) }));
-  if (!listings.some((l) => l.caption && l.caption.startsWith(`Listing ${n}-`))) {
+  const needsListing = !page.subPage || facts.code === undefined || facts.code > 0 || listings.length > 0;
+  if (needsListing && !listings.some((l) => l.caption && l.caption.startsWith(`Listing ${n}-`))) {
     say(`no numbered listing: expected a <figure class="listing"> whose <figcaption> starts with "Listing ${n}-"`);
   }
   let expected = page.subPage ? null : 1;  // a sub-page continues its chapter's numbering

@@ -211,6 +211,13 @@ def test_a_sub_page_needs_listings_but_no_exercises_or_summary():
     assert problems(facts, page) == []
     facts["listings"].append(listing("1-10"))
     assert any('expected it to start with "Listing 1-9:"' in p for p in problems(facts, page))
-    assert problems({"listings": [], "sections": []}, page) == [
+    assert problems({"listings": [], "sections": [], "code": 2}, page) == [
         'ch01-more.html: book conventions: no numbered listing: expected a <figure class="listing"> whose '
         '<figcaption> starts with "Listing 1-"']
+
+
+def test_a_prose_only_sub_page_needs_no_listing():
+    page = {**PAGE, "file": "ch03-lockstep.html", "number": 3, "subPage": True}
+    assert problems({"listings": [], "sections": [], "code": 0}, page) == []
+    # A chapter's own page always needs one.
+    assert any("no numbered listing" in p for p in problems({"listings": [], "sections": [], "code": 0}))
