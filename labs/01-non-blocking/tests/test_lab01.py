@@ -74,8 +74,9 @@ def test_status_stays_fast_only_when_work_is_offloaded(smoke):
 
 
 def test_a_repeat_run_agrees_within_15_percent(smoke, tmp_path):
-    again = by_name(run_lab("01", *SMOKE, "--variant", "java-blocking", "--variant", "scala-offloaded",
-                            results_dir=tmp_path))
+    # The variant whose rate the server's core and the JIT move most: a thread-bound one repeats
+    # by construction.
+    again = by_name(run_lab("01", *SMOKE, "--variant", "scala-offloaded", results_dir=tmp_path))
     first = by_name(smoke)
     for name in again:
         assert again[name]["requests_per_sec"] == pytest.approx(first[name]["requests_per_sec"], rel=0.15)
