@@ -317,13 +317,14 @@ class Runs:
         self.made: list[tuple[LoadResult, dict, Path, str, int]] = []
         self.jit_seconds: float | None = 0.0 if _compiler_cpu(server) is not None else None
         self.seconds = 0.0
+        # One ab run and nothing else: its output is the variant's own, with no `runs` list.
+        self.single = step.repeat == 1 and tuple(step.load_tools) == ("ab",)
 
     def make(self, lab: Lab, repetition: int, options: RunOptions, pin: dict, raw_dir: Path,
              children: Children, progress: Progress, eta: Eta | None = None,
              poller: StatusPoller | None = None) -> None:
         """Run `repetition` of the step: once with each of its load tools."""
-        step = self.step
-        single = step.repeat == 1 and tuple(step.load_tools) == ("ab",)
+        step, single = self.step, self.single
         for tool in step.load_tools:
             what = f"{step.seconds} s" if step.seconds else f"{step.requests} requests"
             progress.step(f"{step.name}: measuring with {tool}"
@@ -340,8 +341,7 @@ class Runs:
 
     def summary(self, raw_dir: Path, steal_share: float | None) -> tuple[LoadResult, dict, list[dict]]:
         """The variant's numbers: the median run of the first tool, its CPU, and every run as a dict."""
-        step = self.step
-        single = step.repeat == 1 and tuple(step.load_tools) == ("ab",)
+        step, single = self.step, self.single
         first_tool = [r for r in self.made if r[3] == step.load_tools[0]]
         result, cpu, output, _, _ = sorted(first_tool, key=lambda r: r[0].requests_per_sec)[(len(first_tool) - 1) // 2]
         jit_share = (round(self.jit_seconds / self.seconds, 3)
