@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import LoadFailed
+from .errors import LoadFailed, NothingCompleted
 from .procs import Children
 from .progress import Progress
 
@@ -50,6 +50,11 @@ def parse(output: str, percentiles_csv: str) -> LoadResult:
     """Parse ab's report and its -e percentile file; LoadFailed if ab stopped short."""
     complete = _find(r"^Complete requests:\s+(\d+)", output)
     rps = _find(rf"^Requests per second:\s+{_NUMBER}", output)
+    if complete == "0":
+        # ab prints no rate and no percentiles then (httpd support/ab.c, output_results: "avoid
+        # divide by zero").
+        seconds = _find(rf"^Time taken for tests:\s+{_NUMBER}", output)
+        raise NothingCompleted(f"ab completed no request in {seconds or '?'} s:\n" + _tail(output))
     if complete is None or rps is None:
         raise LoadFailed("ab did not print a report:\n" + _tail(output))
     percentiles: dict[int, float] = {}
@@ -79,6 +84,12 @@ def parse(output: str, percentiles_csv: str) -> LoadResult:
         percentiles=percentiles,
         errors=errors,
     )
+
+
+def nothing_completed(command: str = "ab") -> LoadResult:
+    """A run in which no request completed: zero rate, no latencies."""
+    return LoadResult(command=command, complete=0, failed=0, non_2xx=0, requests_per_sec=0.0,
+                      duration_s=0.0, mean_ms=0.0, ab_mean_ms=None, ab_time_per_request_ms=0.0)
 
 
 def _tail(text: str, lines: int = 15) -> str:

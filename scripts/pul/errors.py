@@ -33,6 +33,11 @@ class LoadFailed(LabError):
     exit_code = 7
 
 
+class NothingCompleted(LoadFailed):
+    """The load tool reported, but no request completed within its time limit: a warm-up round
+    may say so (the server still works off an earlier round's requests); a measured run may not."""
+
+
 class WriteFailed(LabError, OSError):
     """A results or book file could not be written (full disk, read-only folder); the earlier
     file, if any, is left as it was. An OSError too, for callers that catch those."""

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import limits, machine, model, report, results, tools
-from .ab import BenchRun, LoadResult
+from .ab import BenchRun, LoadResult, nothing_completed
 from .wrk import WrkRun
 from .checks import parse_cpu_list
-from .errors import LabError, ServerFailed, UsageError
+from .errors import LabError, NothingCompleted, ServerFailed, UsageError
 from .lab import Lab, Services, Step
 from .probe import StatusPoller
 from .procs import Children, open_private, private_dir, run_id
@@ -201,7 +201,8 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
             jit_mark = jit_now
         rounds.append(this_round)
         rate = result.requests_per_sec
-        settled = single or (previous is not None and round_number >= step.warmup_min_rounds
+        # Two empty rounds agree on nothing: a round must complete requests to count.
+        settled = single or (previous is not None and round_number >= step.warmup_min_rounds and rate > 0
                              and abs(rate - previous) <= step.warmup_settled * previous
                              and (step.warmup_jit_quiet is None or this_round["jit_share"] <= step.warmup_jit_quiet))
         if settled:
@@ -298,7 +299,15 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
     idle_after = _idle_seconds(pin["server_cpus"])
     load_idle = _idle_share(load_idle_before, _idle_seconds(pin["load_cpus"]), elapsed, pin["load_cpus"])
     _check_alive(server, step)
-    return main.result(), {
+    try:
+        result = main.result()
+    except NothingCompleted:
+        if what != "warm-up":
+            raise
+        result = nothing_completed(tool)
+    _let_abandoned_requests_finish(step, result, requests, seconds or step.seconds or options.time_limit,
+                                   server, progress, what)
+    return result, {
         "cpu_seconds": round(cpu_used, 3),
         "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None,
         "load_cpu_seconds": round(load_used, 3),
@@ -306,6 +315,38 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
         "server_cores_idle": _idle_share(idle_before, idle_after, elapsed, pin["server_cpus"]),
         # Everything on the load generator's cores (ab, the driver, a lab's database).
         "load_cores_busy": None if load_idle is None else round(1 - load_idle, 2)}
+
+
+# The longest the driver waits for a server to finish the requests a time-limited run left behind.
+MAX_DRAIN_SECONDS = 15.0
+
+
+def drain_seconds(concurrency: int, result: LoadResult, requests: int, round_seconds: float) -> float:
+    """How long the server needs for the requests a run stopped by its time limit left in flight.
+    ab (or wrk) closes up to `concurrency` connections at its limit, but the server still runs
+    what they asked for; by Little's law it works them off at about the rate it served the run:
+    concurrency / rate. A run that completed nothing tells no rate: wait a run's length."""
+    if result.complete >= requests:
+        return 0.0
+    wait = concurrency / result.requests_per_sec if result.requests_per_sec > 0 else round_seconds
+    return min(wait, MAX_DRAIN_SECONDS)
+
+
+def _let_abandoned_requests_finish(step: Step, result: LoadResult, requests: int, round_seconds: float,
+                                   server, progress: Progress, what: str) -> None:
+    """Wait until the requests a time-limited run left behind are done, so that the next round
+    or run starts on an idle server and its rate and CPU are its own: on a slow pool those
+    requests would otherwise queue ahead of the next round's (lab 02's common pool served
+    none of a 2-second warm-up round that started behind them)."""
+    wait = drain_seconds(step.concurrency, result, requests, round_seconds)
+    if wait < 0.05:
+        return
+    progress.update(f"{what}: the server finishes the requests left in flight ({wait:.1f} s)")
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if not server.alive():
+            return
+        time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
 
 
 class Runs:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from .ab import LoadResult, BenchRun, _tail
-from .errors import LoadFailed
+from .errors import LoadFailed, NothingCompleted
 
 _SUMMARY = re.compile(r"^PUL-WRK (.+)$", re.M)
 
@@ -27,8 +27,10 @@ def parse(output: str, percentiles_csv: str) -> LoadResult:
         pct, _, ms = line.partition(",")
         if pct.strip().isdigit():
             percentiles[int(pct)] = float(ms)
-    if len(percentiles) != 101 or fields["requests"] == 0:
-        raise LoadFailed("wrk completed no requests:\n" + _tail(output))
+    if fields["requests"] == 0:
+        raise NothingCompleted("wrk completed no requests:\n" + _tail(output))
+    if len(percentiles) != 101:
+        raise LoadFailed("wrk wrote no latency percentiles:\n" + _tail(output))
     duration_s = fields["duration_us"] / 1e6
     complete = int(fields["requests"])
     socket_errors = int(fields["connect_errors"] + fields["read_errors"] + fields["write_errors"]
