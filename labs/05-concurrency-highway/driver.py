@@ -39,6 +39,9 @@ OPEN_LOOP_ARRIVALS = ("poisson", "even")
 OPEN_LOOP_SEED = 1
 # Open loop: the most requests in flight the generator may hold (its file descriptors).
 OPEN_LOOP_MAX_IN_FLIGHT = 4000
+# Echo steps above this concurrency watch the server's listen queue (pul.listenq): past the
+# default run's top, where `--max-concurrency 10000` meets the accept backlog.
+WATCH_QUEUE_ABOVE = 1024
 
 
 def erlang_c(servers: int, load: float) -> float:
@@ -136,6 +139,7 @@ class ConcurrencyHighway(Lab):
                 # right before its measured run.
                 warmup_requests=max(params["requests"], 4000) if c == echo_warmup_at else 0,
                 calibration_requests=max(CALIBRATION_REQUESTS, 2 * c),
+                watch_listen_queue=c > WATCH_QUEUE_ABOVE,
                 extra={"sweep": "echo", "payload": payload,
                        "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(params["step_seconds"])}}))
         capacity = params["pool_size"] / (params["work_ms"] / 1000)

@@ -3,6 +3,7 @@ artifacts and summary lines."""
 
 from __future__ import annotations
 
+import json
 import math
 
 from pul import report
@@ -156,7 +157,49 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab05-cpu-per-request.md": cpu_per_request_table(sweep(results, "")),
         "book/src/figures/lab05-throughput.svg": throughput_figure(results),
         "book/src/figures/lab05-latency.svg": latency_figure(results),
+        "book/src/generated/lab05-edges.md": edges_text(_committed_edges(lab)),
     }
+
+
+# -- past 1,024: the run that meets the accept backlog ------------------------------
+
+# The run the chapter's "Past 1,024" reads (`scripts/lab run 05 --max-concurrency 10000 --variant
+# c=8 --variant c=4096 --variant c=8192 --variant c=10000 --results-dir
+# labs/05-concurrency-highway/results/edges`): c=8 warms the server up, as in the default run.
+EDGES_DIR = ("results", "edges")
+
+
+def _committed_edges(lab) -> dict | None:
+    path = lab.dir.joinpath(*EDGES_DIR, "latest.json") if lab is not None else None
+    if path is None or not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def edges_text(results: dict | None) -> str:
+    """Per echo step that watched the listen queue: the queue's limit and fullest sample, the
+    handshakes the kernel dropped (ListenOverflows), and what ab saw (failures, p99, max)."""
+    if results is None:
+        return ("No run past c = 1,024 is committed next to the default one, so this table is empty. "
+                "Make it with the command above and `scripts/lab report`.\n")
+    steps = [v for v in sweep(results, "") if v.get("listen_queue")]
+    if not steps:
+        return "The committed run past c = 1,024 has no step that watched the listen queue.\n"
+    rows = ["| c | accept queue limit (Send-Q) | fullest (Recv-Q) | samples at the limit "
+            "| handshakes dropped (ListenOverflows) | failed | p99 ms | max ms | req/s |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for v in steps:
+        q = v["listen_queue"]
+        full = q.get("full_share")
+        rows.append(f"| {v['concurrency']:,} | {_n(q.get('accept_queue_limit'))} | {_n(q.get('accept_queue_max'))} "
+                    f"| {'–' if full is None else f'{full:.0%}'} | {_n(q.get('listen_overflows'))} "
+                    f"| {v['failed'] + v['non_2xx']:,} | {_f(v['p99_ms'], 0)} | {_f(v['max_ms'], 0)} "
+                    f"| {v['requests_per_sec']:,.0f} |")
+    return "\n".join(rows) + "\n\n" + machine_line(results) + "\n"
+
+
+def _n(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
 
 
 def cpu_per_request_table(steps: list[dict]) -> str:

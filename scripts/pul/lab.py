@@ -61,6 +61,9 @@ class Step:
     service_ms: float | None = None
     # A URL path polled 20 times a second *during* this step, to see if the server still answers.
     probe: str | None = None
+    # Sample the server's listen queue during the measured runs (pul.listenq): how full the accept
+    # backlog got and what overflowed it. Only for a server the driver started, on this machine.
+    watch_listen_queue: bool = False
     keep_alive: bool = False
     warmup_requests: int | None = None
     # Seconds a warm-up round lasts at most (None: as long as a measured run, `seconds`).

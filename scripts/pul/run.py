@@ -18,6 +18,7 @@ from .wrk import WrkRun
 from .checks import parse_cpu_list
 from .errors import LabError, NothingCompleted, ServerFailed, UsageError
 from .lab import Lab, Services, Step
+from .listenq import ListenQueueMeter
 from .probe import StatusPoller
 from .procs import Children, open_private, private_dir, run_id
 from .progress import Eta, Progress
@@ -400,11 +401,25 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     poller = StatusPoller(server.base_url + step.probe) if step.probe else None
     steal = machine.StealMeter()
     runs = Runs(step, server)
-    for repetition in range(1, step.repeat + 1):
-        runs.make(lab, repetition, options, pin, raw_dir, children, progress, eta, poller)
+    queue = _listen_queue_meter(step, server, pin)
+    try:
+        for repetition in range(1, step.repeat + 1):
+            runs.make(lab, repetition, options, pin, raw_dir, children, progress, eta, poller)
+    finally:
+        listen_queue = queue.finish() if queue else None
     probe = poller.finish() if poller else None
     result, cpu, records = runs.summary(raw_dir, steal.share())
+    if listen_queue is not None:
+        cpu["listen_queue"] = listen_queue
     return result, probe, cpu, records
+
+
+def _listen_queue_meter(step: Step, server, pin: dict) -> ListenQueueMeter | None:
+    """A started meter of the server's listen queue, where the step asks for one and this machine
+    can see the server's socket (a server the driver started here, `ss` installed)."""
+    if not step.watch_listen_queue or not isinstance(server, Server) or not ListenQueueMeter.available():
+        return None
+    return ListenQueueMeter(server.port, pin.get("load_cpus")).start()
 
 
 def run_record(result: LoadResult, cpu: dict, output: Path, tool: str, repetition: int, results_dir: Path) -> dict:
@@ -484,6 +499,8 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
         "probe": None if probe is None else {"path": step.probe, **probe},
         "extra": {**{k: v for k, v in step.extra.items() if k != "bench_env"}, **prediction.facts},
     }
+    if cpu.get("listen_queue") is not None:
+        record["listen_queue"] = cpu["listen_queue"]
     return record
 
 

@@ -51,7 +51,7 @@ def test_zero_skips_the_lockstep_step_and_means_no_wait():
     params = _params("--lockstep-pool", "0", "--wide-jitter-pool", "0", "--query-ms", "0")
     assert params["lockstep_pool"] == 0 and params["query_ms"] == 0
     assert [s.name for s in LAB.steps({**params, "sweep": "only"})] == [
-        f"pool={n}" for n in (4, 8, 16, 32, 64)]
+        f"pool={n}" for n in (2, 4, 8, 16, 32, 64)]
 
 
 def test_thorough_is_the_full_run_unless_told_otherwise():
@@ -75,7 +75,7 @@ def test_thorough_starts_a_server_per_set_up_and_the_default_two():
     groups = group_by_server(LAB.steps(_params()))
     assert [[s.name for s in group] for _, group in groups] == [
         ["default-dispatcher", "database-dispatcher", "oversized-dispatcher"],
-        ["oversized-connections", "pool=4", "pool=8", "pool=16", "pool=32", "pool=64",
+        ["oversized-connections", "pool=2", "pool=4", "pool=8", "pool=16", "pool=32", "pool=64",
          "lockstep-pool=32", "wide-jitter-pool=64"]]
 
 
