@@ -306,7 +306,9 @@ def _hikari_line(m: dict, variants: list[dict]) -> list[str]:
         return []
     return [f"- HikariCP's starting point, cores x 2 + effective spindles, is {hikari} connections for "
             f"PostgreSQL's {cores} core(s) with the data in memory ({hikari + 1} with one disk); the corner above "
-            f"is at about {knee:.0f}. The step nearest HikariCP's number, pool={near['extra']['pool_size']}, served "
+            f"is at about {knee:.0f}. The step "
+            f"{'at' if near['extra']['pool_size'] == hikari else 'nearest'} HikariCP's number, "
+            f"pool={near['extra']['pool_size']}, served "
             f"{near['requests_per_sec']:,.0f} requests/s; the step nearest the corner, "
             f"pool={corner['extra']['pool_size']}, served {corner['requests_per_sec']:,.0f} "
             f"({corner['requests_per_sec'] / near['requests_per_sec']:.1f} times as much)."]
