@@ -184,10 +184,14 @@ def test_serve_in_one_namespace_and_run_target_from_another(tmp_path, monkeypatc
             [variant] = results["variants"]
             assert variant["name"] == VARIANT
             assert variant["failed"] == 0 and variant["non_2xx"] == 0, variant
-            # Little's law on the pool size the remote /pools reported.
+            # Little's law on the pool size the remote /pools reported. (The server CPU bound, from a
+            # calibration this cold, may undercut it -- 183.2 against 200 on a fresh CI machine --
+            # so the prediction is the smaller of the two.)
             threads = results["pools"]["pools"]["offload"]["threads"]
             assert variant["pool_threads"] == threads
-            assert variant["predicted_requests_per_sec"] == pytest.approx(min(20, threads) / 0.100, rel=1e-3)
+            littles_law = variant["bounds"].get("threads") or variant["bounds"]["requests in flight"]
+            assert littles_law == pytest.approx(min(20, threads) / 0.100, rel=1e-3)
+            assert variant["predicted_requests_per_sec"] <= littles_law
             ratio = variant["measured_over_predicted"]
             print(f"{VARIANT}: measured {variant['requests_per_sec']:.1f} req/s, predicted "
                   f"{variant['predicted_requests_per_sec']:.1f} (ratio {ratio})")
