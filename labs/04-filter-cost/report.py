@@ -3,7 +3,6 @@ summary lines."""
 
 from __future__ import annotations
 
-import json
 import statistics
 
 from pul import report
@@ -101,7 +100,7 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/figures/lab04-throughput.svg": throughput_figure(results, analysis),
         "book/src/figures/lab04-cost.svg": cost_figure(results, analysis),
         "book/src/generated/lab04-bounds.md": report.bounds_markdown(results),
-        "book/src/generated/lab04-modes.md": modes_text(results, _committed_thorough(lab)),
+        "book/src/generated/lab04-modes.md": modes_text(results, report.committed_run(lab, THOROUGH_DIR)),
     }
 
 
@@ -109,14 +108,7 @@ def render(results: dict, lab) -> dict[str, str]:
 
 # The --thorough run the book compares the default mode's with (`scripts/lab run 04 --thorough
 # --results-dir labs/04-filter-cost/results/thorough`).
-THOROUGH_DIR = ("results", "thorough")
-
-
-def _committed_thorough(lab) -> dict | None:
-    path = lab.dir.joinpath(*THOROUGH_DIR, "latest.json") if lab is not None else None
-    if path is None or not path.exists():
-        return None
-    return json.loads(path.read_text())
+THOROUGH_DIR = "thorough"
 
 
 def _ab_costs(results: dict) -> dict[str, tuple[float, float | None]]:

@@ -3,7 +3,6 @@ artifacts and summary lines."""
 
 from __future__ import annotations
 
-import json
 import math
 
 from pul import report
@@ -157,7 +156,7 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab05-cpu-per-request.md": cpu_per_request_table(sweep(results, "")),
         "book/src/figures/lab05-throughput.svg": throughput_figure(results),
         "book/src/figures/lab05-latency.svg": latency_figure(results),
-        "book/src/generated/lab05-edges.md": edges_text(_committed_edges(lab)),
+        "book/src/generated/lab05-edges.md": edges_text(report.committed_run(lab, EDGES_DIR)),
     }
 
 
@@ -166,14 +165,7 @@ def render(results: dict, lab) -> dict[str, str]:
 # The run the chapter's "Past 1,024" reads (`scripts/lab run 05 --max-concurrency 10000 --variant
 # c=8 --variant c=4096 --variant c=8192 --variant c=10000 --results-dir
 # labs/05-concurrency-highway/results/edges`): c=8 warms the server up, as in the default run.
-EDGES_DIR = ("results", "edges")
-
-
-def _committed_edges(lab) -> dict | None:
-    path = lab.dir.joinpath(*EDGES_DIR, "latest.json") if lab is not None else None
-    if path is None or not path.exists():
-        return None
-    return json.loads(path.read_text())
+EDGES_DIR = "edges"
 
 
 def edges_text(results: dict | None) -> str:

@@ -37,6 +37,15 @@ def render(lab: Lab) -> dict[Path, str]:
     return {REPO / rel: content for rel, content in artifacts.items()}
 
 
+def committed_run(lab, *folder: str) -> dict | None:
+    """A second committed run a lab's report compares with or reads (lab 04's --thorough run, lab
+    05's run past c = 1,024): `results/FOLDER/latest.json` in the lab's folder, if there is one."""
+    path = lab.dir.joinpath("results", *folder, "latest.json") if lab is not None else None
+    if path is None or not path.exists():
+        return None
+    return load(path)
+
+
 def write_file(path: Path, content: str) -> None:
     """One book file, written atomically (see results.write_text_atomic)."""
     write_text_atomic(path, content)
