@@ -20,9 +20,11 @@ from pul.lab import Lab, Prediction, Step
 # the last c requests finish while no new ones start, which lowers the average number in
 # flight by about c * R / (2 T) = c / (2 * this); at 10 the drain costs at most 5 %.
 REQUESTS_PER_CONCURRENCY = 10
-# An echo step's calibration round: one to three seconds at the echo's rate, long enough for the
-# server's CPU time (read in 10 ms ticks) to be known to about 1%.
-CALIBRATION_REQUESTS = 4000
+# An echo step's calibration: the median of three rounds (one slowed round once put c=16 at
+# 1.27 of its bound), each about a second at the echo's rate, long enough for the server's CPU
+# time (read in 10 ms ticks) to be known to about 2%.
+CALIBRATION_REQUESTS = 2000
+CALIBRATION_ROUNDS = 3
 # Little's law check: c must lie within X * [lowest, highest possible mean latency], widened by this.
 LITTLE_TOLERANCE = 0.10
 # The fixed-service sweep goes up to this many times the pool size (well past the knee).
@@ -139,6 +141,7 @@ class ConcurrencyHighway(Lab):
                 # right before its measured run.
                 warmup_requests=max(params["requests"], 4000) if c == echo_warmup_at else 0,
                 calibration_requests=max(CALIBRATION_REQUESTS, 2 * c),
+                calibration_rounds=CALIBRATION_ROUNDS,
                 watch_listen_queue=c > WATCH_QUEUE_ABOVE,
                 extra={"sweep": "echo", "payload": payload,
                        "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(params["step_seconds"])}}))

@@ -85,6 +85,10 @@ class Step:
     # load, since the CPU time comes from /proc in ticks of 10 ms.
     calibrate: bool = True
     calibration_requests: int | None = None
+    # Calibration rounds of its own, where the step runs them: the median round (by the server's CPU
+    # per request) calibrates, so one round that something else on the machine slowed cannot set
+    # the bound (lab 05's echo once calibrated 27% high from one such round).
+    calibration_rounds: int = 1
     # Measured runs of this step, each with every tool in load_tools ("ab", "wrk"). With more than
     # one run, the variant's numbers come from the median run of the first tool, and every run is
     # kept under extra["runs"] (spread, and whether ab or the server was the limit).

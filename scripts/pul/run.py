@@ -232,28 +232,41 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
     if not step.calibrate:
         return None
     rounds = list((warmup or {}).get("rounds", []))
+    chosen = None
     if not fresh or not rounds:
         # ab refuses fewer requests than its concurrency; twice as many keep the round's drain short.
         requests = max(step.calibration_requests or step.warmup_requests or max(200, step.requests // 5),
                        2 * step.concurrency)
         one = replace(step, warmup_max_rounds=1, warmup_requests=requests)
-        extra = warm_up(lab, one, server, replace(options, warmup=None), pin, raw_dir, children, progress, eta)
-        rounds += (extra or {}).get("rounds", [])
-    last = [r for r in rounds[-2:] if r.get("server_cpu_ms") is not None]
+        own = []
+        for _ in range(max(1, step.calibration_rounds)):
+            extra = warm_up(lab, one, server, replace(options, warmup=None), pin, raw_dir, children, progress, eta)
+            own += (extra or {}).get("rounds", [])
+        rounds += own
+        chosen = median_round(own)
+    last = [r for r in rounds[-max(2, step.calibration_rounds):] if r.get("server_cpu_ms") is not None]
     if not last:
         return None
+    chosen = chosen or last[-1]
     tool_threads = model.TOOL_THREADS.get(step.load_tools[0], 1)
     load_cores = min(tool_threads, len(parse_cpu_list(pin["load_cpus"]))) if pin.get("load_cpus") else tool_threads
     # Cores the server may use: as its JVM sees them (taskset, a container's quota).
     server_cores = pools.get("available_processors")
     return {
-        "server_cpu_ms": last[-1]["server_cpu_ms"], "load_cpu_ms": last[-1]["load_cpu_ms"],
+        "server_cpu_ms": chosen["server_cpu_ms"], "load_cpu_ms": chosen["load_cpu_ms"],
         "server_cores": server_cores if server.cpu_source else None, "load_cores": load_cores,
-        "requests_per_sec": last[-1]["requests_per_sec"],
+        "requests_per_sec": chosen["requests_per_sec"],
         "server_cpu_ms_spread": [min(r["server_cpu_ms"] for r in last), max(r["server_cpu_ms"] for r in last)],
         "load_cpu_ms_spread": [min(r["load_cpu_ms"] for r in last), max(r["load_cpu_ms"] for r in last)],
         "rounds": len(last),
     }
+
+
+def median_round(rounds: list[dict]) -> dict | None:
+    """The round with the median server CPU per request (the lower middle of an even count);
+    None when no round tells it."""
+    told = sorted((r for r in rounds if r.get("server_cpu_ms") is not None), key=lambda r: r["server_cpu_ms"])
+    return told[(len(told) - 1) // 2] if told else None
 
 
 def _idle_seconds(cpus: str | None) -> float | None:

@@ -112,3 +112,23 @@ def test_the_calibration_leaves_the_compilers_cpu_out(monkeypatch):
     assert last["server_cpu_ms"] == pytest.approx(0.875)
     assert last["jit_cpu_ms"] == pytest.approx(0.125)
     assert last["jit_share"] == pytest.approx(0.125)
+
+
+def test_calibration_takes_the_median_of_its_own_rounds(monkeypatch):
+    # Three rounds of its own; the middle one by CPU per request calibrates, so one round slowed
+    # by something else on the machine (0.45 ms) does not set the bound.
+    cpu_ms = [0.45, 0.33, 0.35]
+
+    def fake_warm_up(*_args, **_kwargs):
+        ms = cpu_ms.pop(0)
+        return {"settled": True, "rounds": [{"requests_per_sec": 1 / ms * 1000, "complete": 2000,
+                                              "server_cpu_ms": ms, "load_cpu_ms": 0.1}]}
+
+    monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
+    step = _step(calibration_rounds=3)
+    found = run_module.calibration(None, step, SimpleNamespace(cpu_source="proc"), run_module.RunOptions(),
+                                   {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
+                                   None, False, {"available_processors": 1})
+    assert found["server_cpu_ms"] == 0.35
+    assert found["server_cpu_ms_spread"] == [0.33, 0.45] and found["rounds"] == 3
+    assert cpu_ms == []
