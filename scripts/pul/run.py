@@ -216,11 +216,16 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
 
 
 def _per_request(cpu: dict, complete: int) -> dict:
-    """A run's server and load-generator CPU per request, in ms."""
+    """A run's server and load-generator CPU per request, in ms; and, where the driver reads the
+    load generator's cores, all the CPU spent on them per request (ab, the driver, a database
+    that shares them)."""
     if not complete:
         return {"server_cpu_ms": None, "load_cpu_ms": None}
-    return {"server_cpu_ms": round(cpu["cpu_seconds"] * 1000 / complete, 4),
-            "load_cpu_ms": round(cpu["load_cpu_seconds"] * 1000 / complete, 4)}
+    found = {"server_cpu_ms": round(cpu["cpu_seconds"] * 1000 / complete, 4),
+             "load_cpu_ms": round(cpu["load_cpu_seconds"] * 1000 / complete, 4)}
+    if cpu.get("load_cores_cpu_seconds") is not None:
+        found["load_cores_cpu_ms"] = round(cpu["load_cores_cpu_seconds"] * 1000 / complete, 4)
+    return found
 
 
 def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, raw_dir: Path,
@@ -256,6 +261,7 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
         "server_cpu_ms": chosen["server_cpu_ms"], "load_cpu_ms": chosen["load_cpu_ms"],
         "server_cores": server_cores if server.cpu_source else None, "load_cores": load_cores,
         "requests_per_sec": chosen["requests_per_sec"],
+        "load_cores_cpu_ms": chosen.get("load_cores_cpu_ms"),
         "server_cpu_ms_spread": [min(r["server_cpu_ms"] for r in last), max(r["server_cpu_ms"] for r in last)],
         "load_cpu_ms_spread": [min(r["load_cpu_ms"] for r in last), max(r["load_cpu_ms"] for r in last)],
         "rounds": len(last),
@@ -291,6 +297,15 @@ def _idle_share(before: float | None, after: float | None, elapsed: float, cpus:
     return round((after - before) / (elapsed * cores), 2)
 
 
+def _busy_seconds(idle_before: float | None, idle_after: float | None, elapsed: float,
+                  cpus: str | None) -> float | None:
+    """CPU time these cores spent on anything between two _idle_seconds readings (None: unknown)."""
+    if idle_before is None or idle_after is None or elapsed <= 0:
+        return None
+    cores = len(parse_cpu_list(cpus)) if cpus else 1
+    return round(max(0.0, elapsed * cores - (idle_after - idle_before)), 3)
+
+
 def _children_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -311,7 +326,8 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
     # ab/wrk have been waited for: their CPU time is now in RUSAGE_CHILDREN.
     load_used = _children_cpu_seconds() - load_before
     idle_after = _idle_seconds(pin["server_cpus"])
-    load_idle = _idle_share(load_idle_before, _idle_seconds(pin["load_cpus"]), elapsed, pin["load_cpus"])
+    load_idle_after = _idle_seconds(pin["load_cpus"])
+    load_idle = _idle_share(load_idle_before, load_idle_after, elapsed, pin["load_cpus"])
     _check_alive(server, step)
     try:
         result = main.result()
@@ -328,7 +344,8 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
         "load_utilization": round(load_used / elapsed, 2) if elapsed > 0 else None,
         "server_cores_idle": _idle_share(idle_before, idle_after, elapsed, pin["server_cpus"]),
         # Everything on the load generator's cores (ab, the driver, a lab's database).
-        "load_cores_busy": None if load_idle is None else round(1 - load_idle, 2)}
+        "load_cores_busy": None if load_idle is None else round(1 - load_idle, 2),
+        "load_cores_cpu_seconds": _busy_seconds(load_idle_before, load_idle_after, elapsed, pin["load_cpus"])}
 
 
 # The longest the driver waits for a server to finish the requests a time-limited run left behind.

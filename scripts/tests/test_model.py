@@ -69,3 +69,17 @@ def test_a_database_on_the_load_generators_core_shares_it_with_ab():
     assert prediction.bound_by == model.DATABASE_CPU
     assert prediction.requests_per_sec == pytest.approx(1 / 0.0033, rel=1e-3)
     assert model.LOAD_GENERATOR not in prediction.bounds
+
+
+def test_a_shared_core_measured_before_the_step_gives_the_database_bound():
+    # All the database's core spent per request in the calibration round (PostgreSQL, ab, the
+    # driver): 3.9 ms, whatever the query timed alone said (4.7 ms here).
+    lab03 = Prediction(212.8, "database", bound_by=model.DATABASE_CPU,
+                       bounds={model.THREADS: 400.0, model.DATABASE_CPU: 212.8},
+                       facts={model.SHARED_DATABASE: {"cores": 1, "cpu_ms": 4.7}})
+    calibration = {"server_cpu_ms": 1.0, "server_cores": 1, "load_cpu_ms": 0.1, "load_cores": 1,
+                   "load_cores_cpu_ms": 3.9}
+    prediction = model.combine(lab03, calibration, 64)
+    assert prediction.bound_by == model.DATABASE_CPU
+    assert prediction.requests_per_sec == pytest.approx(1 / 0.0039, rel=1e-3)
+    assert "c=64" in prediction.explanation and model.LOAD_GENERATOR not in prediction.bounds
