@@ -315,9 +315,14 @@ def _hikari_line(m: dict, variants: list[dict]) -> list[str]:
 
 
 def database_bound_spread(results: dict) -> str:
-    """Why the database CPU bound differs from row to row, with the spread of its two calibrated
-    parts: PostgreSQL's CPU per query (one /calibrate per server) and ab's CPU per request (the
-    round before each step). Empty when no two rows have that bound."""
+    """Why the database CPU bound differs from row to row. Runs whose calibration measured the
+    database's shared core (load_cores_cpu_ms) have the bound k / s from it; older runs have
+    k / (PostgreSQL's CPU per query + ab's CPU per request). Empty when no two rows have that bound."""
+    shared = [v for v in results["variants"]
+              if (v.get("extra") or {}).get("database_on_load_cores") and (v.get("bounds") or {}).get(model.DATABASE_CPU)
+              and (v.get("calibration") or {}).get("load_cores_cpu_ms")]
+    if len(shared) >= 2:
+        return _shared_core_spread(shared)
     rows = [v for v in results["variants"]
             if (v.get("extra") or {}).get("database_on_load_cores") and (v.get("bounds") or {}).get(model.DATABASE_CPU)
             and (v.get("calibration") or {}).get("load_cpu_ms")]
@@ -347,6 +352,24 @@ def database_bound_spread(results: dict) -> str:
                      "depend on the number of requests, so its CPU per request is largest in the short rounds "
                      "of the slow steps.")
     return text
+
+
+def _shared_core_spread(rows: list[dict]) -> str:
+    """The bound k / s row by row: the spread of s, and d (timed alone) against what PostgreSQL spent."""
+    per_request = [v["calibration"]["load_cores_cpu_ms"] for v in rows]
+    bounds = [v["bounds"][model.DATABASE_CPU] for v in rows]
+    alone = sorted({v["extra"]["database_on_load_cores"]["cpu_ms"] for v in rows})
+    spent = [v["extra"]["postgres_cpu_ms_per_request"] for v in rows if v["extra"].get("postgres_cpu_ms_per_request")]
+    cores = rows[0]["extra"]["database_on_load_cores"]["cores"]
+    text = (f"- **Why the database CPU bound differs from row to row**: it is {cores:g} core / s, where s is all "
+            "the CPU the database's core spent per request (PostgreSQL, ab, the driver) in the round just before "
+            f"each step, at that step's concurrency: {min(per_request):.2f} to {max(per_request):.2f} ms, so the bound "
+            f"ranged from {min(bounds):,.0f} to {max(bounds):,.0f} req/s. PostgreSQL's CPU per query timed alone at "
+            "each server's start (d) was "
+            + (f"{alone[0]:.2f} ms" if len(alone) == 1 else f"{alone[0]:.2f} to {alone[-1]:.2f} ms"))
+    if spent:
+        text += f"; during the measured runs PostgreSQL spent {min(spent):.2f} to {max(spent):.2f} ms per request"
+    return text + "."
 
 
 def _wide_jitter_line(wide: dict, varied: dict | None, jitter: float | None) -> str:

@@ -96,3 +96,15 @@ def test_bound_spread_says_nothing_about_round_sizes_when_ab_scaled_with_them():
 
 def test_bound_spread_needs_two_rows_with_that_bound():
     assert report.database_bound_spread({"variants": [_sweep_step(4, 44.0, "threads", 0.92)]}) == ""
+
+
+def test_bound_spread_from_the_shared_core_sets_d_beside_what_postgresql_spent():
+    rows = [_sweep_step(4, 44.0, "threads", 0.92), _sweep_step(64, 285.0, "database CPU", 0.81)]
+    for row, shared_ms, spent_ms in zip(rows, (5.1, 3.9), (4.3, 3.1)):
+        row["calibration"]["load_cores_cpu_ms"] = shared_ms
+        row["bounds"]["database CPU"] = round(1000 / shared_ms, 1)
+        row["extra"]["postgres_cpu_ms_per_request"] = spent_ms
+    text = report.database_bound_spread({"variants": rows})
+    assert "1 core / s" in text and "3.90 to 5.10 ms" in text
+    assert f"from {1000 / 5.1:,.0f} to {1000 / 3.9:,.0f} req/s" in text
+    assert "(d) was 2.80 ms" in text and "3.10 to 4.30 ms per request" in text
