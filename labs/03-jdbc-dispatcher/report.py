@@ -230,7 +230,9 @@ def sweep_summary(results: dict) -> str:
                      f"Little's law meets that limit at a pool of about {knee:.0f} connections "
                      f"({m['ceiling']:,.0f}/s x {busy:.1f} ms): below it the pool is the bottleneck, above it "
                      "PostgreSQL's CPU is. (That limit is PostgreSQL's alone, the figure's dashed line; the tables' "
-                     "database CPU bound also counts ab's CPU on the same core, and is a little lower.)")
+                     + ("database CPU bound is what the shared core spent per request, PostgreSQL's and ab's and "
+                        "all else there, in the round before each step.)" if _shared_core(variants) else
+                        "database CPU bound also counts ab's CPU on the same core, and is a little lower.)"))
         if not _one_server(variants):
             lines.append(_calibration_spread(m["variants"], m["cores"]))
     best = max(variants, key=lambda v: v["requests_per_sec"])
@@ -248,7 +250,8 @@ def sweep_summary(results: dict) -> str:
                          + ", ".join(f"{_of_bound(v, m['ceiling']):.2f} of it at pool={v['extra']['pool_size']}"
                                      for v in plateau)
                          + " (the tables' measured/predicted: measured requests/s over the step's bound, "
-                           "1 core / (PostgreSQL's + ab's CPU per request)).")
+                         + ("1 core / the shared core's CPU per request before the step)." if _shared_core(plateau)
+                            else "1 core / (PostgreSQL's + ab's CPU per request))."))
             shared = [v for v in plateau if v.get("load_cores_busy") is not None
                       and v["extra"].get("postgres_cpu_utilization") is not None]
             if shared:
@@ -352,6 +355,12 @@ def database_bound_spread(results: dict) -> str:
                      "depend on the number of requests, so its CPU per request is largest in the short rounds "
                      "of the slow steps.")
     return text
+
+
+def _shared_core(variants: list[dict]) -> bool:
+    """Whether these steps' database bounds came from the shared core's CPU per request (runs since
+    the calibration measured it), not from PostgreSQL's query timed alone plus ab's."""
+    return any((v.get("calibration") or {}).get("load_cores_cpu_ms") for v in variants)
 
 
 def _shared_core_spread(rows: list[dict]) -> str:
