@@ -8,8 +8,6 @@ Run by `scripts/test workshop`; marked slow so the `scripts` part skips it.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,16 +23,6 @@ LABS_WITH_EXERCISES = [number for number, lab_dir, driver in lab.all_labs()
 
 pytestmark = pytest.mark.slow
 
-# Solved copies built at once before any check measures. sbt spends most of a build starting and
-# loading the project on one thread, so two builds share the two cores well; a third would only
-# queue for them.
-PARALLEL_BUILDS = 2
-# One lab's `sbt stage`, as `scripts/lab check` would run it (pul.server.build), in a process of
-# its own: the build's child handling wants a main thread.
-BUILD = ("import sys; from pathlib import Path; from pul.procs import Children; "
-         "from pul.progress import Progress; from pul.server import build; "
-         "build(Path(sys.argv[1]), Children(), Progress(quiet=True))")
-
 
 def check(number: str, lab_dir: Path) -> subprocess.CompletedProcess:
     done = subprocess.run([*LAB, "check", number, "--lab-dir", str(lab_dir), "--quiet"], cwd=REPO,
@@ -44,37 +32,8 @@ def check(number: str, lab_dir: Path) -> subprocess.CompletedProcess:
     return done
 
 
-def build_all(lab_dirs: list[Path]) -> None:
-    """`sbt stage` in every folder, PARALLEL_BUILDS at a time; fails with the log of a build that did."""
-    env = dict(os.environ, PYTHONPATH=str(REPO / "scripts"))
-    waiting, running = list(lab_dirs), []
-    while waiting or running:
-        while waiting and len(running) < PARALLEL_BUILDS:
-            lab_dir = waiting.pop(0)
-            running.append((lab_dir, subprocess.Popen([sys.executable, "-c", BUILD, str(lab_dir)], env=env,
-                                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                      stderr=subprocess.STDOUT, text=True)))
-        lab_dir, build = running.pop(0)
-        output, _ = build.communicate(timeout=900)
-        assert build.returncode == 0, f"the solved copy of {lab_dir.name} did not build:\n{output[-3000:]}"
-
-
-@pytest.fixture(scope="module")
-def solved():
-    """Every lab's scratch copy with all its solutions applied, built before any check measures."""
-    with contextlib.ExitStack() as stack:
-        copies = {}
-        for number in LABS_WITH_EXERCISES:
-            driver = lab.resolve(number)
-            copies[number] = stack.enter_context(exercises.scratch_copy(driver))
-            for exercise in exercises.load(driver):
-                exercises.apply_patch(exercise.solution, copies[number])
-        build_all(list(copies.values()))
-        yield copies
-
-
 @pytest.mark.parametrize("number", LABS_WITH_EXERCISES)
-def test_start_fails_with_hints_and_the_solutions_pass(number, solved):
+def test_start_fails_with_hints_and_the_solutions_pass(number):
     driver = lab.resolve(number)
     declared = exercises.load(driver)
     with exercises.scratch_copy(driver) as copy_dir:
@@ -88,10 +47,8 @@ def test_start_fails_with_hints_and_the_solutions_pass(number, solved):
         # Each failure shows the measured number and a hint.
         assert start.stdout.count("Hint:") >= len(declared) and " = " in start.stdout
 
-    # The solved copy was built before any check: this check only measures (no new build stamp).
-    stamp = solved[number] / "target" / "pul-staged.stamp"
-    built_at = stamp.stat().st_mtime
-    done = check(number, solved[number])
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert stamp.stat().st_mtime == built_at, "the check built the solved copy again"
-    assert f"{len(declared)} of {len(declared)} exercise(s) passed" in done.stdout
+        for exercise in declared:
+            exercises.apply_patch(exercise.solution, copy_dir)
+        solved = check(number, copy_dir)
+        assert solved.returncode == 0, solved.stdout[-3000:]
+        assert f"{len(declared)} of {len(declared)} exercise(s) passed" in solved.stdout
