@@ -321,14 +321,10 @@ def database_bound_spread(results: dict) -> str:
     """Why the database CPU bound differs from row to row. Runs whose calibration measured the
     database's shared core (load_cores_cpu_ms) have the bound k / s from it; older runs have
     k / (PostgreSQL's CPU per query + ab's CPU per request). Empty when no two rows have that bound."""
-    shared = [v for v in results["variants"]
-              if (v.get("extra") or {}).get("database_on_load_cores") and (v.get("bounds") or {}).get(model.DATABASE_CPU)
-              and (v.get("calibration") or {}).get("load_cores_cpu_ms")]
+    shared = _database_bound_rows(results, "load_cores_cpu_ms")
     if len(shared) >= 2:
         return _shared_core_spread(shared)
-    rows = [v for v in results["variants"]
-            if (v.get("extra") or {}).get("database_on_load_cores") and (v.get("bounds") or {}).get(model.DATABASE_CPU)
-            and (v.get("calibration") or {}).get("load_cpu_ms")]
+    rows = _database_bound_rows(results, "load_cpu_ms")
     if len(rows) < 2:
         return ""
     postgres = sorted({v["extra"]["database_on_load_cores"]["cpu_ms"] for v in rows})
@@ -355,6 +351,13 @@ def database_bound_spread(results: dict) -> str:
                      "depend on the number of requests, so its CPU per request is largest in the short rounds "
                      "of the slow steps.")
     return text
+
+
+def _database_bound_rows(results: dict, calibrated: str) -> list[dict]:
+    """The rows whose database CPU bound is the shared core's, with `calibrated` in their calibration."""
+    return [v for v in results["variants"]
+            if (v.get("extra") or {}).get("database_on_load_cores") and (v.get("bounds") or {}).get(model.DATABASE_CPU)
+            and (v.get("calibration") or {}).get(calibrated)]
 
 
 def _shared_core(variants: list[dict]) -> bool:

@@ -63,24 +63,26 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     load_ms, load_cores = calibration.get("load_cpu_ms"), calibration.get("load_cores")
     shared = prediction.facts.get(SHARED_DATABASE)
     shared_ms = calibration.get("load_cores_cpu_ms")
-    if shared and shared_ms and DATABASE_CPU in bounds and not open_loop:
-        # The database runs on the load generator's cores, and the calibration round measured all
-        # those cores spent per request at this step's concurrency (the database, ab, the driver):
-        # the utilisation law on them. The database's CPU per query timed alone (the lab's own
-        # calibration, one query at a time) missed by a third either way between runs.
+    if shared and DATABASE_CPU in bounds and not open_loop:
+        # The database runs on the load generator's cores: its bound is theirs.
         cores = shared["cores"]
-        bounds[DATABASE_CPU] = round(cpu_bound(cores, shared_ms), 1)
-        why[DATABASE_CPU] = (f"{cores:g} core{'s' if cores != 1 else ''} / {shared_ms:.3g} ms of CPU per request "
-                             f"on the database's core(s), which it shares with the load generator "
-                             f"(calibrated at c={concurrency})")
-    elif shared and load_ms and DATABASE_CPU in bounds and not open_loop:
-        # The database runs on the load generator's cores: both spend them on every request.
-        cores, database_ms = shared["cores"], shared["cpu_ms"]
-        both = round(cpu_bound(cores, database_ms + load_ms), 1)
-        if both < bounds[DATABASE_CPU]:
-            bounds[DATABASE_CPU] = both
-            why[DATABASE_CPU] = (f"{cores:g} core{'s' if cores != 1 else ''} / ({database_ms:.3g} ms of database + "
-                                 f"{load_ms:.3g} ms of load-generator CPU per request), on the same core(s)")
+        if shared_ms:
+            # The calibration round measured all the database's cores spent per request at this
+            # step's concurrency (the database, ab, the driver): the utilisation law on them. The
+            # database's CPU per query timed alone (the lab's own calibration, one query at a time)
+            # missed by a third either way between runs.
+            bounds[DATABASE_CPU] = round(cpu_bound(cores, shared_ms), 1)
+            why[DATABASE_CPU] = (f"{cores:g} core{'s' if cores != 1 else ''} / {shared_ms:.3g} ms of CPU per "
+                                 f"request on the database's core(s), which it shares with the load generator "
+                                 f"(calibrated at c={concurrency})")
+        elif load_ms:
+            # Without that reading: both programs spend those cores on every request.
+            database_ms = shared["cpu_ms"]
+            both = round(cpu_bound(cores, database_ms + load_ms), 1)
+            if both < bounds[DATABASE_CPU]:
+                bounds[DATABASE_CPU] = both
+                why[DATABASE_CPU] = (f"{cores:g} core{'s' if cores != 1 else ''} / ({database_ms:.3g} ms of database + "
+                                     f"{load_ms:.3g} ms of load-generator CPU per request), on the same core(s)")
     elif load_ms and load_cores and not open_loop:
         bounds[LOAD_GENERATOR] = round(cpu_bound(load_cores, load_ms), 1)
         why[LOAD_GENERATOR] = _arithmetic(load_cores, load_ms, "load-generator")

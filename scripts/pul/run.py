@@ -335,8 +335,7 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
         if what != "warm-up":
             raise
         result = nothing_completed(tool)
-    _let_abandoned_requests_finish(step, result, requests, seconds or step.seconds or options.time_limit,
-                                   server, progress, what)
+    _let_abandoned_requests_finish(step, result, requests, main.time_limit, server, progress, what)
     return result, {
         "cpu_seconds": round(cpu_used, 3),
         "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None,
