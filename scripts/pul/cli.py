@@ -1,4 +1,4 @@
-"""Command line of the lab driver: `scripts/lab list | run | report`."""
+"""Command line of the lab driver: `scripts/lab list | build | run | serve | report | check | reset`."""
 
 from __future__ import annotations
 
@@ -6,18 +6,24 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checks, exercises, report
+from . import checks, exercises, report, tools
 from .errors import EXIT_CODES, LabError, UsageError
 from .lab import all_labs, resolve
-from .procs import Interrupted, signals_raise
+from .procs import Children, Interrupted, run_id, signals_raise
+from .progress import Progress
 from .remote import parse_target
-from .run import RunOptions, run
+from .run import RunOptions, bench_lock, run
 from .serve import DEFAULT_PORT, LOOPBACK, ServeOptions, serve
+from .server import build
+from .watchdog import clean_leftovers
 
 USAGE = """scripts/lab COMMAND [...]
 
 Commands:
   list                     the labs, with what each one shows
+  build [LAB...]           build the labs (default: all) ahead of time, e.g. before a workshop,
+                           so that `run` and `check` start measuring at once (skips a lab
+                           whose sources did not change since its last build; --rebuild)
   run LAB [options]        build LAB, measure every variant, print the table
                            (LAB: 01, 1, 01-non-blocking; `scripts/lab run LAB --help` for its options)
   run LAB --target URL [options]
@@ -48,6 +54,35 @@ def cmd_list() -> int:
         print(f"{lab_dir.name:28} {lab.title}")
         print(f"{'':28} {lab.summary}")
         print(f"{'':28} variants: {', '.join(lab.variants())}")
+    return 0
+
+
+def cmd_build(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/lab build",
+        description="Build labs with `sbt stage` ahead of time (e.g. before a workshop, or while nothing is "
+                    "measured), so that `scripts/lab run` and `check` start measuring at once. A lab whose "
+                    "sources did not change since its last build is skipped.")
+    parser.add_argument("labs", nargs="*", metavar="LAB", help="the labs to build (01, 1, 01-non-blocking; "
+                        "default: every lab)")
+    parser.add_argument("--rebuild", action="store_true", help="run `sbt stage` even if nothing changed")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    options = parser.parse_args(argv[1:])
+    labs = [resolve(name) for name in options.labs] or [lab for _, _, lab in all_labs() if lab]
+    clean_leftovers()
+    progress = Progress(quiet=options.quiet)
+    tools.ensure((tools.JAVA,), progress)
+    run_id()
+    children = Children()
+    try:
+        # A build takes the machine's cores: not while someone measures.
+        with bench_lock(progress):
+            for lab in labs:
+                build(lab.dir, children, progress, force=options.rebuild)
+                progress.clear()
+                print(f"{lab.dir.name}: built, ready to run")
+    finally:
+        children.stop_all()
     return 0
 
 
@@ -226,7 +261,7 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0 if argv else 2
-    commands = {"list": lambda: cmd_list(), "run": lambda: cmd_run(argv), "serve": lambda: cmd_serve(argv),
+    commands = {"list": lambda: cmd_list(), "build": lambda: cmd_build(argv), "run": lambda: cmd_run(argv), "serve": lambda: cmd_serve(argv),
                 "report": lambda: cmd_report(argv),
                 "check": lambda: exercises.cmd_check(argv), "reset": lambda: exercises.cmd_reset(argv)}
     if argv[0] not in commands:

@@ -254,3 +254,12 @@ def test_a_port_in_use_is_still_in_use():
         holder.listen()
         with pytest.raises(PortBusy, match="already in use"):
             server.check_port(holder.getsockname()[1])
+
+
+def test_build_refuses_an_unknown_lab_before_building_any(tmp_path):
+    # 01 is fine, 99 is not: nothing is built, not even 01.
+    assert_refused(lab_quickly(tmp_path, "build", "01", "99"), "unknown lab '99'")
+
+
+def test_build_refuses_an_unknown_option(tmp_path):
+    assert_refused(lab_quickly(tmp_path, "build", "--fast"), "unrecognized arguments: --fast")

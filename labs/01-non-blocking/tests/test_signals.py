@@ -48,7 +48,9 @@ def _port_is_free(port: int) -> bool:
 
 
 def _mid_measurement(tmp_path) -> Driver:
-    driver = Driver("01", "--results-dir", str(tmp_path), "--no-report", log=tmp_path / "driver.log")
+    # No warm-up: the measured run starts right after the server (what is killed is the same).
+    driver = Driver("01", "--warmup", "0", "--variant", "java-blocking", "--results-dir", str(tmp_path),
+                    "--no-report", log=tmp_path / "driver.log")
     driver.wait_for("measuring", timeout=240)
     servers = [pid for pid in driver.children() if b"ProdServerStart" in _command(pid)]
     assert servers, "no server JVM mid-measurement?"
