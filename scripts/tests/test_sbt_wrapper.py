@@ -52,3 +52,18 @@ def test_a_tampered_download_is_refused_and_not_kept(tmp_path):
     assert out.returncode != 0
     assert "checksum mismatch" in out.stderr
     assert not list((tmp_path / "cache").glob("sbt-launch*")), "a bad download must not be kept"
+
+
+def shown(*args: str) -> str:
+    env = {**os.environ, "PUL_SBT_SHOW": "1"}
+    return subprocess.run(["/bin/bash", str(SBT), *args], env=env, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL, check=True).stdout
+
+
+def test_builds_use_the_first_jit_tier_only_and_the_app_keeps_both():
+    c1_only = "-XX:TieredStopAtLevel=1"
+    for build in (["stage"], ["test", "stage"], ["Test/compile", "stage"]):
+        assert c1_only in shown(*build).split(), build
+    # Play's dev mode runs in sbt's JVM: the app gets the full JIT, so does the shell (it may run it).
+    for app in (["run"], ["~run"], ["run 9001"], ["compile", "runProd"], []):
+        assert c1_only not in shown(*app).split(), app

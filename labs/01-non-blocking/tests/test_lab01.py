@@ -83,6 +83,7 @@ def test_a_repeat_run_agrees_within_15_percent(smoke, tmp_path):
 
 
 # SIGHUP: the terminal closed or `vagrant ssh` dropped (SIGKILL: test_signals.py).
+@pytest.mark.lifecycle
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_interrupting_a_run_leaves_no_process_behind(tmp_path, signum):
     driver = Driver("01", "--results-dir", str(tmp_path), "--no-report", log=tmp_path / "driver.log")
@@ -103,6 +104,7 @@ def test_interrupting_a_run_leaves_no_process_behind(tmp_path, signum):
         driver.kill_everything()
 
 
+@pytest.mark.lifecycle
 def test_a_server_that_cannot_start_shows_its_log(tmp_path):
     # JAVA_OPTS reaches the staged start script: an unknown JVM option makes java refuse to start.
     driver = Driver("01", "--results-dir", str(tmp_path), "--no-report", log=tmp_path / "driver.log",
@@ -116,6 +118,7 @@ def test_a_server_that_cannot_start_shows_its_log(tmp_path):
         driver.kill_everything()
 
 
+@pytest.mark.lifecycle
 def test_a_server_that_dies_mid_run_is_reported(tmp_path):
     # No warm-up: the first measured run starts right after the server.
     driver = Driver("01", "--warmup", "0", "--variant", "java-blocking", "--results-dir", str(tmp_path),

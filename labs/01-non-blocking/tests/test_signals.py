@@ -15,8 +15,8 @@ import pytest
 from pul.procs import processes_with_run_id, wait_until
 from pul.testing import LAB, REPO, Driver
 
-# Real runs of the lab: its part of scripts/test runs them.
-pytestmark = pytest.mark.slow
+# Real runs of the lab, no number asserted: scripts/test's lifecycle part runs them.
+pytestmark = [pytest.mark.slow, pytest.mark.lifecycle]
 
 
 def _command(pid: int) -> bytes:

@@ -149,6 +149,7 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
     assert lockstep[0]["bound_by"] == "database CPU" and "in lockstep" in lockstep[0]["prediction"], lockstep[0]
 
 
+@pytest.mark.lifecycle
 def test_with_postgres_passes_the_database_and_the_exit_code(isolated):
     env, tmp = isolated
     out = subprocess.run([WITH_POSTGRES, "sh", "-c", 'test -n "$JDBC_DATABASE_URL" && '
@@ -159,6 +160,7 @@ def test_with_postgres_passes_the_database_and_the_exit_code(isolated):
     _nothing_left(env, tmp)
 
 
+@pytest.mark.lifecycle
 def test_ctrl_c_stops_postgresql_and_removes_the_cluster(isolated):
     env, tmp = isolated
     child = subprocess.Popen([WITH_POSTGRES, "sleep", "120"], env=env, stdout=subprocess.PIPE,
@@ -178,6 +180,7 @@ def test_ctrl_c_stops_postgresql_and_removes_the_cluster(isolated):
 
 
 @pytest.mark.slow
+@pytest.mark.lifecycle
 def test_a_server_that_fails_leaves_no_database_behind(isolated, tmp_path):
     env, tmp = isolated
     # A JDBC driver class that does not exist (through JAVA_OPTS, which the staged start script
@@ -191,6 +194,7 @@ def test_a_server_that_fails_leaves_no_database_behind(isolated, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.lifecycle
 def test_ctrl_c_during_a_run_leaves_nothing(isolated, tmp_path):
     env, tmp = isolated
     child = subprocess.Popen([*LAB, "run", "03", "--sweep", "--pools", "4", "--results-dir", str(tmp_path)],
