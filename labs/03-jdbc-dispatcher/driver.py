@@ -34,6 +34,7 @@ import time
 from typing import Iterator
 
 from pul import postgres
+from pul.model import mean_value_analysis
 from pul.checks import parse_cpu_list
 from pul.errors import ServerFailed, UsageError
 from pul.lab import Lab, Prediction, Services, Step
@@ -79,24 +80,6 @@ def parse_pools(text: str) -> tuple[int, ...]:
         raise UsageError(f"--pools: every pool size must be between 1 and 90 "
                          f"(the throwaway cluster allows 100 connections; got {text!r})")
     return tuple(sorted(set(sizes)))
-
-
-def mean_value_analysis(connections: int, busy_ms: float, cpu_ms: float, cores: int = 1) -> float:
-    """Requests/s of `connections` that each hold a connection for `busy_ms`, of which `cpu_ms` on
-    PostgreSQL's CPU (`cores` of them, shared), the rest waiting (pg_sleep, network).
-
-    Exact mean-value analysis of that closed queueing network, one connection at a time: Little's
-    law gives the queue each new connection finds at the CPU, and the time it then spends there.
-    Several cores: Seidmann's approximation (one core 1/cores as fast, plus the rest as a delay)."""
-    demand = cpu_ms / cores
-    delay = max(busy_ms - cpu_ms, 0.0) + cpu_ms * (cores - 1) / cores
-    queue = 0.0
-    throughput = 0.0
-    for n in range(1, connections + 1):
-        at_cpu = demand * (1 + queue)          # the queue an arriving query finds, then its own work
-        throughput = n / (delay + at_cpu)      # Little's law for the whole loop
-        queue = throughput * at_cpu            # Little's law at the CPU
-    return throughput * 1000.0
 
 
 def postgres_cpu_seconds(postmaster: int) -> float:

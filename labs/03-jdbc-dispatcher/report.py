@@ -8,7 +8,9 @@ from pul import model, report
 from pul.probe import describe_tail, probe_p99
 from pul.results import _fmt, machine_line, markdown_table
 
-from .driver import LOCKSTEP, WIDE_JITTER, mean_value_analysis
+from pul.model import mean_value_analysis
+
+from .driver import LOCKSTEP, WIDE_JITTER
 
 
 def summary_notes(results: dict) -> list[str]:

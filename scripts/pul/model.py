@@ -91,3 +91,22 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     bound_by = min(bounds, key=bounds.get)
     return replace(prediction, requests_per_sec=bounds[bound_by], bound_by=bound_by, bounds=bounds,
                    arithmetic=why, explanation=why[bound_by])
+
+
+def mean_value_analysis(connections: int, busy_ms: float, cpu_ms: float, cores: int = 1) -> float:
+    """Requests/s of `connections` requests in a closed loop that each take `busy_ms`, of which
+    `cpu_ms` on a CPU (`cores` of them, shared) and the rest waiting (a sleep, pg_sleep, the
+    network): lab 03's queries on PostgreSQL's core, lab 01's offloaded requests on the server's.
+
+    Exact mean-value analysis of that closed queueing network, one connection at a time: Little's
+    law gives the queue each new connection finds at the CPU, and the time it then spends there.
+    Several cores: Seidmann's approximation (one core 1/cores as fast, plus the rest as a delay)."""
+    demand = cpu_ms / cores
+    delay = max(busy_ms - cpu_ms, 0.0) + cpu_ms * (cores - 1) / cores
+    queue = 0.0
+    throughput = 0.0
+    for n in range(1, connections + 1):
+        at_cpu = demand * (1 + queue)          # the queue an arriving query finds, then its own work
+        throughput = n / (delay + at_cpu)      # Little's law for the whole loop
+        queue = throughput * at_cpu            # Little's law at the CPU
+    return throughput * 1000.0

@@ -129,7 +129,24 @@ def bound_sentence(v: dict) -> str | None:
             f"measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f})"
             + (f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
                f"{busy:.0%} busy" if busy is not None else "") + "."
-            + (" Outside the model's band: see the chapter." if outside else ""))
+            + (" Outside the model's band: see the chapter." if outside else "")
+            + queueing_sentence(v))
+
+
+def queueing_sentence(v: dict) -> str:
+    """Where every request in flight is in service at once (a pool at least that big) and each
+    waits `service_ms` besides its CPU: what queueing for the server's core leaves of the bounds,
+    by mean-value analysis of that closed loop with the CPU calibrated before the run. Near the
+    corner of the two bounds a measurement lands below both, and this says how far."""
+    bounds, calibration = v.get("bounds") or {}, v.get("calibration") or {}
+    cpu_ms, wait_ms = calibration.get("server_cpu_ms"), v.get("service_ms")
+    if model.IN_FLIGHT not in bounds or model.SERVER_CPU not in bounds or not cpu_ms or not wait_ms:
+        return ""
+    cores = calibration.get("server_cores") or 1
+    rate = model.mean_value_analysis(v["concurrency"], wait_ms + cpu_ms, cpu_ms, cores)
+    return (f" With queueing for the core{'s' if cores != 1 else ''} (mean-value analysis: {v['concurrency']} "
+            f"requests in flight, each waiting {wait_ms:g} ms and using {cpu_ms:.3g} ms of the server's CPU), "
+            f"{_number(rate)} req/s; measured {v['requests_per_sec'] / rate:.2f} of that.")
 
 
 # The band within which a measurement confirms the bound it is predicted by.

@@ -83,3 +83,34 @@ def test_a_shared_core_measured_before_the_step_gives_the_database_bound():
     assert prediction.bound_by == model.DATABASE_CPU
     assert prediction.requests_per_sec == pytest.approx(1 / 0.0039, rel=1e-3)
     assert "c=64" in prediction.explanation and model.LOAD_GENERATOR not in prediction.bounds
+
+
+# -- queueing for the core, near the corner of two bounds -------------------------------------
+
+def _offloaded(rate: float, cpu_ms: float, bound_by: str = model.IN_FLIGHT) -> dict:
+    bounds = {model.IN_FLIGHT: 50 / 0.030, model.SERVER_CPU: 1000 / cpu_ms}
+    return {"name": "java-offloaded", "concurrency": 50, "service_ms": 30, "requests_per_sec": rate,
+            "bounds": bounds, "bound_by": bound_by, "predicted_requests_per_sec": min(bounds.values()),
+            "measured_over_predicted": rate / min(bounds.values()),
+            "calibration": {"server_cpu_ms": cpu_ms, "server_cores": 1}}
+
+
+def test_queueing_at_the_core_lands_below_both_bounds_near_their_corner():
+    from pul import report
+    v = _offloaded(1406, 0.572)
+    sentence = report.queueing_sentence(v)
+    rate = model.mean_value_analysis(50, 30 + 0.572, 0.572)
+    assert rate < min(v["bounds"].values()) * 0.95
+    assert f"{rate:,.0f} req/s; measured {1406 / rate:.2f} of that" in sentence
+    assert "0.572 ms of the server's CPU" in sentence
+    # Far from the corner (a tenth of the CPU), queueing costs next to nothing.
+    far = model.mean_value_analysis(50, 30 + 0.0572, 0.0572)
+    assert far == pytest.approx(50 / 0.0300572 , rel=0.01)
+
+
+def test_no_queueing_sentence_where_threads_bind_or_nothing_waits():
+    from pul import report
+    blocking = {**_offloaded(247, 0.95), "bounds": {model.THREADS: 267, model.SERVER_CPU: 1051}}
+    assert report.queueing_sentence(blocking) == ""
+    echo = {**_offloaded(20000, 0.05), "service_ms": 0}
+    assert report.queueing_sentence(echo) == ""

@@ -5,7 +5,7 @@ import pytest
 from pul.testing import this_lab
 
 LAB = this_lab(__file__)
-mean_value_analysis = LAB.module("driver").mean_value_analysis
+from pul.model import mean_value_analysis  # noqa: E402  (what the driver and report use)
 _calibration_spread = LAB.module("report")._calibration_spread
 _wide_jitter_line = LAB.module("report")._wide_jitter_line
 
