@@ -102,9 +102,9 @@ def test_scripts_test_lists_one_part_per_lab_with_tests_in_order():
     listed = subprocess.run([str(TEST_SCRIPT), "--list"], capture_output=True, text=True, check=True).stdout
     parts = [line.split(" ", 1)[0] for line in listed.splitlines()]
     labs = [f"lab{lab.name[:2]}" for lab in LAB_DIRS if (lab / "tests").is_dir()]
-    assert parts[:4] == ["scripts", "book", "browser", "labs"]
-    assert parts[4:4 + len(labs)] == labs
-    assert parts[4 + len(labs):] == ["two-machines", "workshop", "provisioning", "provisioning-chroot",
+    assert parts[:5] == ["scripts", "book", "browser", "labs", "lifecycle"]
+    assert parts[5:5 + len(labs)] == labs
+    assert parts[5 + len(labs):] == ["two-machines", "workshop", "provisioning", "provisioning-chroot",
                                      "provisioning-vm"]
     for lab in LAB_DIRS:
         if (lab / "tests").is_dir():
