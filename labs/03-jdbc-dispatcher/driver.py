@@ -34,10 +34,10 @@ import time
 from typing import Iterator
 
 from pul import postgres
-from pul.model import mean_value_analysis
 from pul.checks import parse_cpu_list
 from pul.errors import ServerFailed, UsageError
 from pul.lab import Lab, Prediction, Services, Step
+from pul.model import mean_value_analysis
 from pul.probe import tree_cpu_seconds
 
 MODES = ("default", "thorough")

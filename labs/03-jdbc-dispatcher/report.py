@@ -8,8 +8,6 @@ from pul import model, report
 from pul.probe import describe_tail, probe_p99
 from pul.results import _fmt, machine_line, markdown_table
 
-from pul.model import mean_value_analysis
-
 from .driver import LOCKSTEP, WIDE_JITTER
 
 
@@ -431,7 +429,7 @@ def sweep_figure(results: dict) -> str:
     if ceiling:
         points = sorted({max(1, round(low * (high / low) ** (i / 120))) for i in range(121)})
         curve = "\n".join(f"{n} {x:.2f} {c * 1000.0 / x:.2f}" for n in points
-                          for x in [mean_value_analysis(min(n, c), busy, m["cpu_ms"], m["cores"])])
+                          for x in [model.mean_value_analysis(min(n, c), busy, m["cpu_ms"], m["cores"])])
     top = max([v["requests_per_sec"] for v in variants] + ([ceiling] if ceiling else [])) * 2.0
     extra_plots = (f', ceiling(x) with lines dashtype 2 linewidth 2 linecolor rgb "#d62728" '
                    f'title "PostgreSQL CPU limit: {m["cores"]} core / {m["cpu_ms"]:.2f} ms per query", '

@@ -261,8 +261,8 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0 if argv else 2
-    commands = {"list": lambda: cmd_list(), "build": lambda: cmd_build(argv), "run": lambda: cmd_run(argv), "serve": lambda: cmd_serve(argv),
-                "report": lambda: cmd_report(argv),
+    commands = {"list": lambda: cmd_list(), "build": lambda: cmd_build(argv), "run": lambda: cmd_run(argv),
+                "serve": lambda: cmd_serve(argv), "report": lambda: cmd_report(argv),
                 "check": lambda: exercises.cmd_check(argv), "reset": lambda: exercises.cmd_reset(argv)}
     if argv[0] not in commands:
         print(f"scripts/lab: unknown command {argv[0]!r}\n\n{USAGE}", file=sys.stderr)
