@@ -193,12 +193,16 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
             jit_now = _jit_seconds(server, step)
             jit_used = max(0.0, jit_now - jit_mark)
             this_round["jit_share"] = round(jit_used / (time.monotonic() - started), 3)
-            if compiler_cpu and result.complete:
+            jit_run = cpu.get("jit_cpu_seconds")
+            if compiler_cpu and result.complete and jit_run is not None:
                 # What serving a request costs the core, the compiler's CPU left out: the bound is
                 # what the core could serve doing nothing else. The compiler's share of the measured
-                # run (recorded with it) is then what keeps a measurement below that bound.
-                this_round["jit_cpu_ms"] = round(jit_used * 1000 / result.complete, 4)
-                this_round["server_cpu_ms"] = round(max(0.0, cpu["cpu_seconds"] - jit_used) * 1000 / result.complete, 4)
+                # run (recorded with it) is then what keeps a measurement below that bound. Both
+                # readings cover the same window (the run); at least one clock tick, the readings'
+                # resolution, so that a request too cheap to measure still bounds the core.
+                serving = max(cpu["cpu_seconds"] - jit_run, 1 / os.sysconf("SC_CLK_TCK"))
+                this_round["jit_cpu_ms"] = round(jit_run * 1000 / result.complete, 4)
+                this_round["server_cpu_ms"] = round(serving * 1000 / result.complete, 4)
             jit_mark = jit_now
         rounds.append(this_round)
         rate = result.requests_per_sec
@@ -315,7 +319,7 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
               progress: Progress, requests: int, output: Path, tool: str, what: str,
               seconds: int | None = None, poller: StatusPoller | None = None) -> tuple[LoadResult, dict]:
     """One run of a load tool, with the CPU the server and the load generator used meanwhile."""
-    cpu_before, clock_before = server.cpu_seconds(), time.monotonic()
+    cpu_before, jit_before, clock_before = server.cpu_seconds(), _compiler_cpu(server), time.monotonic()
     load_before, idle_before = _children_cpu_seconds(), _idle_seconds(pin["server_cpus"])
     load_idle_before = _idle_seconds(pin["load_cpus"])
     main = _bench(lab, step, server, options, pin, children, requests, output, tool, seconds)
@@ -323,6 +327,7 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
         poller.start()
     main.wait(progress, server.alive, what)
     cpu_used, elapsed = server.cpu_seconds() - cpu_before, time.monotonic() - clock_before
+    jit_after = _compiler_cpu(server)
     # ab/wrk have been waited for: their CPU time is now in RUSAGE_CHILDREN.
     load_used = _children_cpu_seconds() - load_before
     idle_after = _idle_seconds(pin["server_cpus"])
@@ -338,6 +343,9 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
     _let_abandoned_requests_finish(step, result, requests, main.time_limit, server, progress, what)
     return result, {
         "cpu_seconds": round(cpu_used, 3),
+        # The compiler threads' share of cpu_seconds, read in the same window (None: unknown).
+        "jit_cpu_seconds": (round(min(cpu_used, max(0.0, jit_after - jit_before)), 3)
+                            if jit_before is not None and jit_after is not None else None),
         "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None,
         "load_cpu_seconds": round(load_used, 3),
         "load_utilization": round(load_used / elapsed, 2) if elapsed > 0 else None,

@@ -31,14 +31,15 @@ class FakeServer:
         return True
 
 
-def _warm_up(monkeypatch, rates, step, server):
+def _warm_up(monkeypatch, rates, step, server, cpu_seconds=2.0, jit_cpu_seconds=None):
     rates = list(rates)
 
     def fake_run(*_args, **_kwargs):
         rate = rates.pop(0)
-        # Each round: 2 s, so `rate` x 2 requests, and the server's CPU one core's worth.
+        # Each round: 2 s, so `rate` x 2 requests, and the server's CPU one core's worth unless
+        # told; the compiler's share of it read in the same window, where the server tells it.
         return (SimpleNamespace(requests_per_sec=rate, complete=2 * rate),
-                {"cpu_seconds": 2.0, "load_cpu_seconds": 0.5})
+                {"cpu_seconds": cpu_seconds, "load_cpu_seconds": 0.5, "jit_cpu_seconds": jit_cpu_seconds})
 
     monkeypatch.setattr(run_module, "_run_once", fake_run)
     monkeypatch.setattr(run_module.time, "monotonic", iter(range(0, 10_000, 2)).__next__)  # 2 s rounds
@@ -106,12 +107,23 @@ class CompilingServer(FakeServer):
 
 
 def test_the_calibration_leaves_the_compilers_cpu_out(monkeypatch):
-    result = _warm_up(monkeypatch, [1000, 1000], _step(warmup_jit_quiet=None), CompilingServer())
+    result = _warm_up(monkeypatch, [1000, 1000], _step(warmup_jit_quiet=None), CompilingServer(),
+                      jit_cpu_seconds=0.25)
     last = result["rounds"][-1]
     # 2 s of CPU for 2,000 requests, 0.25 s of it the compiler's: 0.875 ms to serve one.
     assert last["server_cpu_ms"] == pytest.approx(0.875)
     assert last["jit_cpu_ms"] == pytest.approx(0.125)
     assert last["jit_share"] == pytest.approx(0.125)
+
+
+def test_a_request_too_cheap_to_measure_still_bounds_the_core(monkeypatch):
+    # The compiler used all the CPU the run measured (a blocking action costs almost nothing):
+    # the serving CPU is one clock tick, the readings' resolution, not zero, so the server's
+    # CPU bound is still computed.
+    result = _warm_up(monkeypatch, [50, 50], _step(warmup_jit_quiet=None), CompilingServer(),
+                      cpu_seconds=0.02, jit_cpu_seconds=0.02)
+    tick_ms = 1000 / run_module.os.sysconf("SC_CLK_TCK")
+    assert result["rounds"][-1]["server_cpu_ms"] == pytest.approx(tick_ms / 100, abs=1e-4)
 
 
 def test_calibration_takes_the_median_of_its_own_rounds(monkeypatch):
