@@ -36,13 +36,21 @@ def summary_notes(results: dict) -> list[str]:
                      f"{analysis['baseline_again_rate']:,.0f} req/s ({analysis['reference_tool']}), "
                      f"{analysis['baseline_agreement']:.1%} apart "
                      f"({'within' if analysis['baseline_agreement'] <= BASELINE_AIM else 'NOT within'} "
-                     f"{BASELINE_AIM:.0%}).")
+                     f"{BASELINE_AIM:.0%}); " + DRIFT[analysis.get("baseline_drift") or "none"])
     for kind, fit in analysis["per_filter"].items():
         notes.append(f"{LABELS[kind]}: about {fit['slope_us']:.1f} µs per filter per request from throughput, "
                      f"{fit['cpu_slope_us']:.1f} µs from server CPU time (least-squares slope over chain "
                      f"lengths {', '.join(str(n) for n in fit['lengths'])}).")
     notes += [note for note in map(report.band_note, results["variants"]) if note]
     return notes
+
+DRIFT = {
+    "none": "the two copies' runs overlap: the difference is the runs' own noise.",
+    "slower": "every run of the repeat was slower than every run of the first copy: the server slowed down "
+              "over the run.",
+    "faster": "every run of the repeat was faster than every run of the first copy: the server was still "
+              "getting faster over the run.",
+}
 
 # Results made before the two modes existed have no params["mode"]: they were thorough runs, and
 # their text stays as it was.
@@ -213,6 +221,27 @@ def runs_of(v: dict) -> list[dict]:
              "server_cpu_us_per_request": None if per_request is None else per_request * 1000}]
 
 
+def baseline_drift(results: dict, tool: str) -> str | None:
+    """Whether the baseline's two copies differ by more than their runs' noise: "slower" or
+    "faster" when every run of the repeat was slower (faster) than every run of the first copy,
+    "none" when the two sets of runs overlap; None without a repeat.
+
+    A server still warming up over the run, or one that slowed down, separates them; noise alone
+    separates five runs from five others in 2 of 252 orderings (a rank test's extreme)."""
+    by_name = {v["name"]: v for v in results["variants"]}
+    if BASELINE not in by_name or BASELINE_AGAIN not in by_name:
+        return None
+    first, again = ([r["requests_per_sec"] for r in runs_of(by_name[name]) if r["tool"] == tool]
+                    for name in (BASELINE, BASELINE_AGAIN))
+    if not first or not again:
+        return None
+    if max(again) < min(first):
+        return "slower"
+    if min(again) > max(first):
+        return "faster"
+    return "none"
+
+
 def analyse(results: dict) -> dict:
     """Per variant and tool: median and spread; which tool saturated what; cost vs the baseline."""
     tools_ = {v["name"]: {tool: _summary([r for r in runs_of(v) if r["tool"] == tool])
@@ -245,6 +274,7 @@ def analyse(results: dict) -> dict:
         }
     again = tools_.get(BASELINE_AGAIN, {}).get(ref)
     agreement = abs(again["median"] - base_ref["median"]) / base_ref["median"] if again else None
+    drift = baseline_drift(results, ref)
     per_filter = {}
     by_name = {v["name"]: v for v in results["variants"]}
     for kind in KINDS:
@@ -260,7 +290,7 @@ def analyse(results: dict) -> dict:
                                 "lengths": lengths}
     return {"tools": tools_, "reference_tool": ref, "reference_reason": reason, "verdict": verdict, "cost": cost,
             "baseline_rate": base_ref["median"], "baseline_again_rate": again["median"] if again else None,
-            "baseline_agreement": agreement, "per_filter": per_filter}
+            "baseline_agreement": agreement, "baseline_drift": drift, "per_filter": per_filter}
 
 
 def tools_table(results: dict, analysis: dict) -> str:

@@ -152,6 +152,29 @@ def test_lab04_a_summary_that_mixes_the_tools_fails_the_new_check(monkeypatch):
         LAB04.check_the_spread_is_that_of_the_repeated_runs(results, results["params"]["repeat"])
 
 
+def with_baseline_runs(results: dict, first: list[float], again: list[float]) -> dict:
+    doctored = copy.deepcopy(results)
+    for v in doctored["variants"]:
+        rates = {"none": first, "none-again": again}.get(v["name"])
+        if rates:
+            ab_runs = [r for r in v["extra"]["runs"] if r["tool"] == "ab"]
+            v["extra"]["runs"] = [dict(ab_runs[0], repetition=i + 1, requests_per_sec=rate)
+                                  for i, rate in enumerate(rates)]
+    return doctored
+
+
+def test_lab04_the_baseline_check_passes_noise_and_fails_drift():
+    results = committed("04-filter-cost")
+    LAB04.check_the_baseline_repeats(results)
+    # Noise: medians 60% apart, but the runs overlap (a busy machine).
+    LAB04.check_the_baseline_repeats(with_baseline_runs(results, [6900, 9000, 17900, 8800, 9500],
+                                                        [6800, 14500, 19500, 15000, 14000]))
+    # Drift: a server still getting faster, every repeat run above every first one, 8% apart.
+    with pytest.raises(AssertionError):
+        LAB04.check_the_baseline_repeats(with_baseline_runs(results, [40000, 40500, 41000, 40800, 40200],
+                                                            [43500, 44000, 43800, 44200, 43900]))
+
+
 # -- lab 01: the served lab -----------------------------------------------------
 
 LAB01 = smoke_module("labs/01-non-blocking/tests/test_serve.py")

@@ -127,12 +127,18 @@ def test_the_server_warmed_up_until_its_jit_went_quiet(smoke):
             (v["name"], rounds)
 
 
-def test_the_baseline_repeats_at_the_end(smoke):
-    # The same chain measured first and last on the one server: every other set-up ran in between,
-    # so this is how far the server and the machine drifted over the run. Run-to-run noise of
-    # one-second runs on this shared machine is about 5%; the full run asks for 5%, the test for 10%.
-    def median(name):
-        return statistics.median(r["requests_per_sec"] for r in by_name(smoke)[name]["extra"]["runs"])
+def check_the_baseline_repeats(results: dict) -> None:
+    """The same chain measured first and last on the one server, every other set-up in between:
+    a server still warming up over the run (or slowing down) makes every run of one copy faster
+    than every run of the other. Their medians are no test on this machine: a fixed CPU loop on
+    one core ran anywhere from 5.1 to 8.2 million iterations a second from one second to the next
+    (nothing else on that core, no steal), so five one-second runs of an unchanged server vary by
+    about as much; the full run reports the medians' distance against the 5% it aims for."""
+    analysis = analyse(results)
+    runs = {name: [r["requests_per_sec"] for r in by_name(results)[name]["extra"]["runs"]]
+            for name in ("none", "none-again")}
+    assert analysis["baseline_drift"] == "none", runs
 
-    first, again = median("none"), median("none-again")
-    assert abs(first - again) <= 0.10 * max(first, again), (first, again)
+
+def test_the_baseline_repeats_at_the_end(smoke):
+    check_the_baseline_repeats(smoke)
