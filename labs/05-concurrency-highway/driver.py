@@ -27,6 +27,16 @@ REQUESTS_PER_CONCURRENCY = 10
 # between its calibration and its measured run, whatever the rounds' length.
 CALIBRATION_REQUESTS = 2000
 CALIBRATION_ROUNDS = 3
+# The sweep's one warm-up: rounds of at most this many seconds, at most this many of them. A
+# round of the step's 8,000 requests took 25 s at the cold server's 300 req/s, and eight such
+# rounds (75 s, 40% of the default run) still ended with the JIT busy: its compiles follow the
+# requests served, and the rate stays below steady state for over a minute on one core. Shorter
+# rounds end the warm-up as soon as it settles, and within about 45 s when it does not (the
+# results record which). Two rounds must agree within 5%, not the default 10%: 3-s rounds of a
+# server still compiling once agreed within 10% at a third of the steady rate.
+ECHO_WARMUP_ROUND_SECONDS = 3
+ECHO_WARMUP_MAX_ROUNDS = 12
+ECHO_WARMUP_SETTLED = 0.05
 # Little's law check: c must lie within X * [lowest, highest possible mean latency], widened by this.
 LITTLE_TOLERANCE = 0.10
 # The fixed-service sweep goes up to this many times the pool size (well past the knee).
@@ -142,6 +152,8 @@ class ConcurrencyHighway(Lab):
                 # then gets one calibration round at its own concurrency (pul.run.calibration),
                 # right before its measured run.
                 warmup_requests=max(params["requests"], 4000) if c == echo_warmup_at else 0,
+                warmup_seconds=ECHO_WARMUP_ROUND_SECONDS, warmup_max_rounds=ECHO_WARMUP_MAX_ROUNDS,
+                warmup_settled=ECHO_WARMUP_SETTLED,
                 calibration_requests=max(CALIBRATION_REQUESTS, 2 * c),
                 calibration_rounds=CALIBRATION_ROUNDS,
                 watch_listen_queue=c > WATCH_QUEUE_ABOVE,

@@ -125,15 +125,21 @@ class Context:
 
 
 def _bench(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, children: Children,
-           requests: int, output: Path, tool: str = "ab", seconds: int | None = None) -> BenchRun:
+           requests: int, output: Path, tool: str = "ab", seconds: int | None = None,
+           round_limit: bool = False) -> BenchRun:
+    """Start one run of `tool`. round_limit: `seconds` is a warm-up round's own limit (the step's
+    warmup_seconds), which wins over a TIME_LIMIT the step's bench_env gives its runs."""
     runner = {"ab": BenchRun, "wrk": WrkRun}.get(tool)
     if runner is None:
         raise UsageError(f"unknown load tool {tool!r} in step {step.name} (ab or wrk)")
+    env = dict(step.extra.get("bench_env") or {})
+    if round_limit:
+        env.pop("TIME_LIMIT", None)
     seconds = seconds or step.seconds
     extra = {"duration": seconds or 10} if tool == "wrk" else {}
     return runner(children, lab.bench, step.endpoint, server.base_url, step.concurrency, requests,
                   seconds or options.time_limit, output, pin["load_cpus"], keep_alive=step.keep_alive,
-                  extra_env=step.extra.get("bench_env"), **extra).start()
+                  extra_env=env, **extra).start()
 
 
 def _compiler_cpu(server) -> float | None:
@@ -213,7 +219,8 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
         started = time.monotonic()
         result, cpu = _run_once(lab, step, server, options, pin, children, progress, warmup,
                                 raw_dir / f"{step.name}.warmup.txt", "ab", "warm-up",
-                                seconds=_round_seconds(step, options.time_limit))
+                                seconds=_round_seconds(step, options.time_limit),
+                                round_limit=step.warmup_seconds is not None)
         this_round = {"requests_per_sec": result.requests_per_sec, "complete": result.complete,
                       **_per_request(cpu, result.complete)}
         if jit_mark is not None:
@@ -349,12 +356,13 @@ def _children_cpu_seconds() -> float:
 
 def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, children: Children,
               progress: Progress, requests: int, output: Path, tool: str, what: str,
-              seconds: int | None = None, poller: StatusPoller | None = None) -> tuple[LoadResult, dict]:
+              seconds: int | None = None, poller: StatusPoller | None = None,
+              round_limit: bool = False) -> tuple[LoadResult, dict]:
     """One run of a load tool, with the CPU the server and the load generator used meanwhile."""
     cpu_before, jit_before, clock_before = server.cpu_seconds(), _compiler_cpu(server), time.monotonic()
     load_before, idle_before = _children_cpu_seconds(), _idle_seconds(pin["server_cpus"])
     load_idle_before = _idle_seconds(pin["load_cpus"])
-    main = _bench(lab, step, server, options, pin, children, requests, output, tool, seconds)
+    main = _bench(lab, step, server, options, pin, children, requests, output, tool, seconds, round_limit)
     if poller and not poller.is_alive():
         poller.start()
     main.wait(progress, server.alive, what)
