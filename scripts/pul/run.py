@@ -19,7 +19,7 @@ from .checks import parse_cpu_list
 from .errors import LabError, NothingCompleted, ServerFailed, UsageError
 from .lab import Lab, Services, Step
 from .listenq import ListenQueueMeter
-from .probe import StatusPoller
+from .probe import CLOCK_TICKS, StatusPoller
 from .procs import Children, open_private, private_dir, run_id
 from .progress import Eta, Progress
 from .remote import RemoteServer, Skipped, describe_skipped, server_properties
@@ -174,7 +174,6 @@ def _let_the_compiler_finish(server, progress: Progress, name: str) -> float:
     Under load, on one core, a compiler thread gets about one runnable thread's share of it
     (lab 04: 12-15% for over 60 one-second rounds while the rate kept rising); with the core
     idle it gets all of it, so the same compiles finish several times sooner."""
-    tick = 1 / os.sysconf("SC_CLK_TCK")
     started = time.monotonic()
     reading = _compiler_cpu(server)
     while reading is not None and time.monotonic() - started < MAX_COMPILE_WAIT_SECONDS:
@@ -182,7 +181,7 @@ def _let_the_compiler_finish(server, progress: Progress, name: str) -> float:
                         f"({time.monotonic() - started:.1f} s)")
         time.sleep(COMPILE_POLL_SECONDS)
         now = _compiler_cpu(server)
-        if now is None or now - reading <= tick:  # idle for a poll, to the readings' resolution
+        if now is None or now - reading <= 1 / CLOCK_TICKS:  # idle for a poll, to the readings' resolution
             break
         reading = now
     return round(time.monotonic() - started, 2)
@@ -234,7 +233,7 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
                 # run (recorded with it) is then what keeps a measurement below that bound. Both
                 # readings cover the same window (the run); at least one clock tick, the readings'
                 # resolution, so that a request too cheap to measure still bounds the core.
-                serving = max(cpu["cpu_seconds"] - jit_run, 1 / os.sysconf("SC_CLK_TCK"))
+                serving = max(cpu["cpu_seconds"] - jit_run, 1 / CLOCK_TICKS)
                 this_round["jit_cpu_ms"] = round(jit_run * 1000 / result.complete, 4)
                 this_round["server_cpu_ms"] = round(serving * 1000 / result.complete, 4)
             jit_mark = jit_now
@@ -329,7 +328,7 @@ def _idle_seconds(cpus: str | None) -> float | None:
     except OSError:
         return None
     ticks = sum(int(f[4]) + int(f[5]) for f in (line.split() for line in lines) if f and f[0] in wanted)
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return ticks / CLOCK_TICKS
 
 
 def _idle_share(before: float | None, after: float | None, elapsed: float, cpus: str | None) -> float | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BuildFailed, PortBusy, ServerFailed, UsageError
-from .probe import group_cpu_seconds
+from .probe import CLOCK_TICKS, group_cpu_seconds
 from .procs import Child, Children
 from .progress import Progress
 
@@ -308,7 +308,7 @@ class Server:
                         fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
                         ticks += int(fields[11]) + int(fields[12])
                         found = True
-        return ticks / os.sysconf("SC_CLK_TCK") if found else None
+        return ticks / CLOCK_TICKS if found else None
 
     def log_tail(self, lines: int = 25) -> str:
         return _tail(self.log_path, lines)
