@@ -43,6 +43,8 @@ from .watchdog import clean_leftovers
 
 EXERCISES_FILE = "exercises.toml"
 SOLUTIONS_DIR = "solutions"
+# sbt-native-packager's cache of what `stage` copied, by absolute path (target/streams/...).
+STAGE_RECORD = "packager-mappings-"
 # Lab files that are not the reader's exercise work: measurements, the exercise
 # machinery itself, and the lab's own smoke tests.
 NOT_EXERCISE_WORK = ("results/", "solutions/", "tests/", "target/", EXERCISES_FILE)
@@ -349,17 +351,25 @@ def scratch_copy(lab: Lab) -> Iterator[Path]:
     """A copy of the lab as `<tmp>/labs/NN-name` next to a link to the repository's scripts.
 
     The lab's target/ comes along (with its timestamps), so sbt builds incrementally and an
-    unchanged copy needs no build at all; results/ stays behind.
+    unchanged copy needs no build at all; results/ stays behind, and so does sbt-native-packager's
+    record of what `stage` last copied: it names the original's files by absolute path, and the
+    copy's next `stage` would delete them as stale (Stager.stageFiles syncs against it).
     """
     root = Path(tempfile.mkdtemp(prefix=f"pul-check-{lab.number}-"))
     try:
         (root / "scripts").symlink_to(REPO / "scripts")
         copy_dir = root / "labs" / lab.dir.name
-        shutil.copytree(lab.dir, copy_dir, symlinks=True,
-                        ignore=lambda d, names: ["results"] if Path(d) == lab.dir else [])
+        shutil.copytree(lab.dir, copy_dir, symlinks=True, ignore=_not_copied(lab.dir))
         yield copy_dir
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _not_copied(lab_dir: Path):
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        skip = [name for name in names if name.startswith(STAGE_RECORD)]
+        return skip + ["results"] if Path(folder) == lab_dir else skip
+    return ignore
 
 
 def apply_patch(patch: Path, lab_dir: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pul import exercises, lab
+from pul import exercises, lab, server
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = [sys.executable, str(REPO / "scripts" / "lab")]
@@ -36,6 +36,7 @@ def check(number: str, lab_dir: Path) -> subprocess.CompletedProcess:
 def test_start_fails_with_hints_and_the_solutions_pass(number):
     driver = lab.resolve(number)
     declared = exercises.load(driver)
+    staged = server.staged_script(driver.dir)
     with exercises.scratch_copy(driver) as copy_dir:
         start = check(number, copy_dir)
         assert start.returncode == exercises.ExerciseFailed.exit_code, start.stdout[-3000:]
@@ -52,3 +53,5 @@ def test_start_fails_with_hints_and_the_solutions_pass(number):
         solved = check(number, copy_dir)
         assert solved.returncode == 0, solved.stdout[-3000:]
         assert f"{len(declared)} of {len(declared)} exercise(s) passed" in solved.stdout
+    # The copy's build left the lab's own build alone (`scripts/lab run` would rebuild it).
+    assert staged is None or staged.exists(), f"checking a copy deleted {staged}"

@@ -45,6 +45,25 @@ def test_every_exercise_is_well_formed_and_has_a_solution_that_applies(number, t
         exercises.apply_patch(exercise.solution, copy_dir)
 
 
+def test_a_scratch_copy_leaves_the_record_that_would_empty_the_original_stage(tmp_path, monkeypatch):
+    # sbt-native-packager's `stage` deletes what its record lists and the new mappings do not: a
+    # copy of the record names the original's files, so the copy's build would empty the lab's stage.
+    lab_dir = tmp_path / "labs" / "01-demo"
+    record = lab_dir / "target" / "streams" / "universal" / "stage" / "_global" / "streams"
+    record.mkdir(parents=True)
+    (record / f"{exercises.STAGE_RECORD}universal").write_text(f'[[{{"x":["{lab_dir}/target/universal/stage/bin/x"]}}]]')
+    (record / "out").write_text("kept")
+    (lab_dir / "target" / "pul-staged.stamp").write_text("1\n")
+    (lab_dir / "results").mkdir()
+    (lab_dir / "app").mkdir()
+    (lab_dir / "app" / "A.java").write_text("class A {}")
+    monkeypatch.setattr(exercises, "REPO", tmp_path)
+    demo = type("Demo", (), {"number": "01", "dir": lab_dir})()
+    with exercises.scratch_copy(demo) as copy_dir:
+        copied = sorted(str(p.relative_to(copy_dir)) for p in copy_dir.rglob("*") if p.is_file())
+    assert copied == ["app/A.java", "target/pul-staged.stamp", "target/streams/universal/stage/_global/streams/out"]
+
+
 def test_list_and_unknown_names():
     out = run_lab("check", "01", "--list")
     assert out.returncode == 0 and "right-size-pool" in out.stdout
