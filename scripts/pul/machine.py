@@ -95,12 +95,10 @@ def busy_warning(load: float) -> str | None:
             "Close them and run again for numbers to keep")
 
 
-def jvm_flags(java: str, jvm_options: list[str], cpus: str | None) -> dict:
-    """What HotSpot chose with these options on these cores: its collector and thread counts
-    (java -XX:+PrintFlagsFinal, run exactly as the server is: same options, same taskset)."""
+def jvm_flags(java: str, jvm_options: list[str]) -> dict:
+    """What HotSpot chose with these options: its collector and thread counts (java
+    -XX:+PrintFlagsFinal with the server's options, -XX:ActiveProcessorCount among them)."""
     command = [java, *jvm_options, "-XX:+PrintFlagsFinal", "-version"]
-    if cpus is not None and shutil.which("taskset"):
-        command = ["taskset", "-c", cpus, *command]
     try:
         out = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired):

@@ -154,6 +154,19 @@ def _cpu_seconds(select) -> float:
     return total / CLOCK_TICKS
 
 
+def group_pids(pgid: int) -> list[int]:
+    """The live processes of a process group."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                    pids.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return pids
+
+
 def group_cpu_seconds(pgid: int) -> float:
     """CPU time of every live process in a process group."""
     return _cpu_seconds(lambda _pid, fields: int(fields[2]) == pgid)

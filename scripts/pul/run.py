@@ -23,7 +23,7 @@ from .probe import CLOCK_TICKS, StatusPoller
 from .procs import Children, open_private, private_dir, run_id
 from .progress import Eta, Progress
 from .remote import RemoteServer, Skipped, describe_skipped, server_properties
-from .server import Server, build, check_port, free_port
+from .server import Server, build, check_port, free_port, jvm_options
 from .watchdog import clean_leftovers
 
 
@@ -633,8 +633,7 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         "machine": {**machine.facts(lab.dir, pin, found.get("ab"), load_at_start),
                     # The JVM as the server saw it: its cores (/pools) and what HotSpot chose.
                     "server_available_processors": pools.get("available_processors"),
-                    "server_jvm": None if remote else machine.jvm_flags("java", list(Server.JVM_OPTIONS),
-                                                                        pin["server_cpus"])},
+                    "server_jvm": None if remote else machine.jvm_flags("java", list(jvm_options(pin["server_cpus"])))},
         # "default" (a workshop's few minutes) or "thorough" (the lab's longer run, for the book).
         "mode": params.get("mode", "default"),
         "params": params,

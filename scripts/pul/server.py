@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BuildFailed, PortBusy, ServerFailed, UsageError
-from .probe import CLOCK_TICKS, group_cpu_seconds
+from .checks import parse_cpu_list
+from .probe import CLOCK_TICKS, group_cpu_seconds, group_pids
 from .procs import Child, Children
 from .progress import Progress
 
@@ -204,13 +205,52 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def jvm_options(server_cpus: str | None) -> tuple[str, ...]:
+    """The server JVM's options. A pinned server starts on every core, so that its start-up
+    (class loading, the JIT's first compiles) takes seconds less, and is pinned once it answers
+    (Server.start); -XX:ActiveProcessorCount makes it size itself for its own cores meanwhile:
+    Runtime.availableProcessors, and with it Akka's and Netty's pools, the JIT's and G1's thread
+    counts and the server-class test, read that count instead of the cores it may run on
+    (os_linux.cpp, os::active_processor_count)."""
+    if server_cpus is None:
+        return Server.JVM_OPTIONS
+    return (*Server.JVM_OPTIONS, f"-XX:ActiveProcessorCount={len(parse_cpu_list(server_cpus))}")
+
+
+def pin_group(pgid: int, cpus: set[int], passes: int = 50) -> int:
+    """Pin every thread of every process in a process group to `cpus`; the number of threads.
+
+    Passes until one finds nothing left to pin: a thread started during a pass may have copied
+    its creator's mask before the creator was pinned. After that, new threads inherit the pinned
+    mask of the thread that creates them (sched_setaffinity(2))."""
+    for _ in range(passes):
+        changed = threads = 0
+        for pid in group_pids(pgid):
+            try:
+                tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    if os.sched_getaffinity(tid) != cpus:
+                        os.sched_setaffinity(tid, cpus)
+                        changed += 1
+                    threads += 1
+                except (ProcessLookupError, PermissionError):
+                    continue
+        if not changed:
+            return threads
+    raise ServerFailed(f"the server's threads could not all be pinned to CPU {sorted(cpus)} "
+                       f"in {passes} passes: it keeps starting new ones")
+
+
 class Server:
     """The staged Play server, on loopback (or the address `scripts/lab serve --listen` chose),
-    pinned to its cores, with a fresh secret."""
+    pinned to its cores once it answers, with a fresh secret."""
 
     # Where measure() gets the server's CPU time: its process group, in /proc.
     cpu_source = "proc"
-    # The collector, explicitly: pinned to one core, HotSpot would call the machine "not server
+    # The collector, explicitly: sized for one core, HotSpot would call the machine "not server
     # class" and pick Serial (gcConfig.cpp, select_gc_ergonomically; os.cpp,
     # is_server_class_machine: at least 2 processors and ~1.8 GB). Production Play servers have
     # more cores and get G1, so the labs run what production runs.
@@ -243,12 +283,12 @@ class Server:
             "pidfile.path": "/dev/null",
             **self.properties,
         }
-        args = [str(self.script), f"-J-Xms{self.heap}", f"-J-Xmx{self.heap}",
-                *(f"-J{option}" for option in self.JVM_OPTIONS),
+        return [str(self.script), f"-J-Xms{self.heap}", f"-J-Xmx{self.heap}",
+                *(f"-J{option}" for option in self.jvm_options()),
                 *(f"-D{k}={v}" for k, v in props.items())]
-        if self.server_cpus is not None:
-            args = ["taskset", "-c", self.server_cpus, *args]
-        return args
+
+    def jvm_options(self) -> tuple[str, ...]:
+        return jvm_options(self.server_cpus)
 
     def child_env(self) -> dict[str, str]:
         """The server's environment: the driver's, self.env, and a secret generated per start (the
@@ -271,6 +311,8 @@ class Server:
                                    f"Last lines of {self.log_path}:\n{_tail(self.log_path)}")
             if self.get("/status", timeout=2) is not None:
                 progress.note(f"server answered after {progress.elapsed():.1f}s")
+                if self.server_cpus is not None:
+                    pin_group(self.child.pid, parse_cpu_list(self.server_cpus))
                 return
             if time.monotonic() > deadline:
                 raise ServerFailed(f"the server did not answer within {timeout:.0f}s. "
