@@ -64,6 +64,31 @@ def test_a_scratch_copy_leaves_the_record_that_would_empty_the_original_stage(tm
     assert copied == ["app/A.java", "target/pul-staged.stamp", "target/streams/universal/stage/_global/streams/out"]
 
 
+def test_a_check_caps_the_warm_up_rounds_and_their_length():
+    driver = lab.resolve("05")
+    params = dict(driver.defaults)
+    steps = driver.steps(params)
+    capped = exercises.at_dir(driver, driver.dir, (), warmup_rounds=3, warmup_seconds=1).steps(params)
+    assert [s.name for s in capped] == [s.name for s in steps]
+    for step, before in zip(capped, steps):
+        assert step.warmup_max_rounds == min(before.warmup_max_rounds, 3)
+        assert step.warmup_min_rounds <= step.warmup_max_rounds
+        assert step.warmup_seconds == 1
+    untouched = exercises.at_dir(driver, driver.dir).steps(params)
+    assert [s.warmup_seconds for s in untouched] == [s.warmup_seconds for s in steps]
+
+
+@pytest.mark.parametrize("written", ["0", "-1", "1.5", "true", '"2"'])
+def test_warm_up_limits_must_be_whole_numbers(tmp_path, written):
+    copy_dir = tmp_path / "labs" / "05-concurrency-highway"
+    shutil.copytree(lab.resolve("05").dir, copy_dir, ignore=shutil.ignore_patterns("target", "results"))
+    toml = copy_dir / exercises.EXERCISES_FILE
+    assert "warmup_seconds = 1\n" in toml.read_text()
+    toml.write_text(toml.read_text().replace("warmup_seconds = 1\n", f"warmup_seconds = {written}\n"))
+    with pytest.raises(exercises.ExerciseSpecError, match="warmup_seconds must be a whole number"):
+        exercises.load(exercises.at_dir(lab.resolve("05"), copy_dir))
+
+
 def test_list_and_unknown_names():
     out = run_lab("check", "01", "--list")
     assert out.returncode == 0 and "right-size-pool" in out.stdout
