@@ -36,7 +36,7 @@ def smoke(tmp_path_factory):
 
 def test_every_variant_ran_without_errors(smoke):
     variants = by_name(smoke)
-    assert set(variants) == set(MAIN_VARIANTS)
+    assert set(variants) >= set(MAIN_VARIANTS)
     for v in variants.values():
         assert v["failed"] == 0 and v["non_2xx"] == 0, v
 

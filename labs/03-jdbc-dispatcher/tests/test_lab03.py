@@ -34,6 +34,7 @@ LAB = [sys.executable, str(REPO / "scripts" / "lab")]
 WITH_POSTGRES = str(REPO / "scripts" / "with-postgres")
 sys.path.insert(0, str(REPO / "scripts"))
 from pul.procs import processes_with_run_id  # noqa: E402
+from pul.testing import given_results  # noqa: E402
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -72,26 +73,35 @@ def _nothing_left(env: dict, tmp: Path) -> None:
 
 @pytest.mark.slow
 def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
-    env, tmp = isolated
-    results_dir = tmp_path / "results"
-    out = subprocess.run([*LAB, "run", "03", "--sweep", "--pools", ",".join(map(str, POOLS)),
-                          "--lockstep-pool", str(LOCKSTEP_POOL),
-                          "--wide-jitter-pool", "0", "--results-dir", str(results_dir), "--quiet"],
-                         capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
-    assert out.returncode == 0, out.stdout + out.stderr
-    _nothing_left(env, tmp)
+    data = given_results("03")
+    if data is None:
+        env, tmp = isolated
+        results_dir = tmp_path / "results"
+        out = subprocess.run([*LAB, "run", "03", "--sweep", "--pools", ",".join(map(str, POOLS)),
+                              "--lockstep-pool", str(LOCKSTEP_POOL),
+                              "--wide-jitter-pool", "0", "--results-dir", str(results_dir), "--quiet"],
+                             capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+        assert out.returncode == 0, out.stdout + out.stderr
+        _nothing_left(env, tmp)
+        data = json.loads((results_dir / "latest.json").read_text())
+    check_the_sweep(data)
 
-    data = json.loads((results_dir / "latest.json").read_text())
+
+def check_the_sweep(data: dict) -> None:
+    """The lesson of the sweep: a rise with the pool, the corner, PostgreSQL's CPU plateau, the
+    lockstep convoy, each against the bound the model names (a smoke run's pools, or a default
+    run's, which has these and more)."""
     assert data["params"]["mode"] == "default"
     jsonschema.validate(data, json.loads((REPO / "scripts" / "results.schema.json").read_text()))
     by_pool = {v["extra"]["pool_size"]: v for v in data["variants"] if v["name"].startswith("pool=")}
-    assert sorted(by_pool) == list(POOLS)
+    assert set(by_pool) >= set(POOLS)
+    lockstep_pool = data["params"]["lockstep_pool"]
     assert data["params"]["database"] == "throwaway"
     assert data["pools"]["postgresql"]["version"].startswith("PostgreSQL")
     rate = {n: by_pool[n]["requests_per_sec"] for n in POOLS}
     littles = {n: by_pool[n]["extra"]["littles_law_requests_per_sec"] for n in POOLS}
     ceiling = statistics.median(by_pool[n]["extra"]["postgres_ceiling_requests_per_sec"] for n in POOLS)
-    lockstep = [v for v in data["variants"] if v["name"] == f"lockstep-pool={LOCKSTEP_POOL}"]
+    lockstep = [v for v in data["variants"] if v["name"] == f"lockstep-pool={lockstep_pool}"]
     summary = {n: (rate[n], littles[n], by_pool[n]["predicted_requests_per_sec"]) for n in POOLS}
     summary["ceiling"] = ceiling
     summary["lockstep"] = [v["requests_per_sec"] for v in lockstep]
@@ -99,7 +109,9 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
     summary = json.dumps(summary)
     print("measured (pool: rate, Little's law, prediction):", summary)  # shown by scripts/test (-rP)
 
-    for v in data["variants"]:
+    # Every step of the sweep answered (a default run's oversized-dispatcher step times requests
+    # out on purpose: the chapter's connection-timeout lesson).
+    for v in [*by_pool.values(), *lockstep]:
         assert v["failed"] == 0 and v["non_2xx"] == 0, summary
     # The prediction for the big pools is the CPU limit, not Little's law.
     assert littles[32] > ceiling and littles[64] > 2 * ceiling, summary
@@ -132,7 +144,7 @@ def test_sweep_rises_to_postgresql_cpu_limit_then_stops(isolated, tmp_path):
     # to 0.72 measured here in three runs, while the varied rate at 16 repeated within 3%: a
     # tenth less tells the convoy from noise.
     assert len(lockstep) == 1, summary
-    assert lockstep[0]["requests_per_sec"] <= 0.9 * rate[LOCKSTEP_POOL], summary
+    assert lockstep[0]["requests_per_sec"] <= 0.9 * by_pool[lockstep_pool]["requests_per_sec"], summary
     # The model's band (0.85-1.10) where it names the bound: the pools well below the corner by
     # their threads, and the lockstep step by its convoy, N / (wait + N x CPU per query / cores).
     # Near the corner (the threads' bound would keep PostgreSQL's core more than half busy) the

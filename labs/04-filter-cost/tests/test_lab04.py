@@ -44,28 +44,41 @@ def smoke(tmp_path_factory):
     return run_lab("04", *SMOKE, results_dir=tmp_path_factory.mktemp("lab04"))
 
 
-def test_every_set_up_ran_on_one_server_with_ab_and_no_errors(smoke):
+@pytest.fixture(scope="module")
+def chain(smoke):
+    """The run's longest Scala chain (CHAIN in a smoke run; a default run's is 10)."""
+    return max(int(n) for n in smoke["params"]["chain_lengths"].split(","))
+
+
+@pytest.fixture(scope="module")
+def repeat(smoke):
+    return smoke["params"]["repeat"]
+
+
+def test_every_set_up_ran_on_one_server_with_ab_and_no_errors(smoke, chain, repeat):
     variants = by_name(smoke)
     assert smoke["params"]["mode"] == "default"
-    assert set(variants) == {"none", "plain-x1", f"plain-x{CHAIN}", f"essential-x{CHAIN}", "java-plain-x1",
+    assert set(variants) >= {"none", "plain-x1", f"plain-x{chain}", f"essential-x{chain}", "java-plain-x1",
                              "none-again"}
     assert len({tuple(sorted(v["server_properties"].items())) for v in variants.values()}) == 1
     for v in variants.values():
         runs = v["extra"]["runs"]
-        assert sorted(r["tool"] for r in runs) == ["ab"] * runs_expected(v, REPEAT), v["name"]
+        assert sorted(r["tool"] for r in runs) == ["ab"] * runs_expected(v, repeat), v["name"]
         assert all(r["failed"] == 0 and r["non_2xx"] == 0 and r["complete"] > 0 for r in runs), v["name"]
-        # verify_step recorded the classes the server really chained.
-        assert len(v["extra"]["filters"]) == v["extra"]["chain_length"]
+        # verify_step recorded the classes the server really chained (Play's own filters and the
+        # logging set-ups, in a default run, have no chain length of their own).
+        if v["extra"]["chain_length"] is not None:
+            assert len(v["extra"]["filters"]) == v["extra"]["chain_length"], v["name"]
 
 
-def test_plain_filters_cost_more_than_essential_filters(smoke):
+def test_plain_filters_cost_more_than_essential_filters(smoke, chain):
     analysis = analyse(smoke)
-    plain, essential = analysis["cost"][f"plain-x{CHAIN}"], analysis["cost"][f"essential-x{CHAIN}"]
+    plain, essential = analysis["cost"][f"plain-x{chain}"], analysis["cost"][f"essential-x{chain}"]
     # Throughput: eight Filters take clearly more time per request than eight EssentialFilters ...
-    assert plain["us"] > essential["us"] + CHAIN * 1.0, analysis["cost"]  # at least 1 µs per filter
+    assert plain["us"] > essential["us"] + chain * 1.0, analysis["cost"]  # at least 1 µs per filter
     tool = analysis["reference_tool"]
-    assert (analysis["tools"][f"plain-x{CHAIN}"][tool]["median"]
-            < 0.8 * analysis["tools"][f"essential-x{CHAIN}"][tool]["median"])
+    assert (analysis["tools"][f"plain-x{chain}"][tool]["median"]
+            < 0.8 * analysis["tools"][f"essential-x{chain}"][tool]["median"])
     # ... and so does the server's CPU time, which other programs on the machine cannot inflate.
     assert plain["cpu_cost_us"] > essential["cpu_cost_us"], analysis["cost"]
 
@@ -77,10 +90,10 @@ def test_a_java_filter_costs_more_than_a_scala_filter(smoke):
     assert cost["java-plain-x1"]["cpu_cost_us"] > cost["plain-x1"]["cpu_cost_us"], cost
 
 
-def test_cost_grows_with_the_number_of_filters(smoke):
+def test_cost_grows_with_the_number_of_filters(smoke, chain):
     cost = analyse(smoke)["cost"]
-    assert cost[f"plain-x{CHAIN}"]["us"] > cost["plain-x1"]["us"], cost
-    assert cost[f"plain-x{CHAIN}"]["cpu_cost_us"] > cost["plain-x1"]["cpu_cost_us"], cost
+    assert cost[f"plain-x{chain}"]["us"] > cost["plain-x1"]["us"], cost
+    assert cost[f"plain-x{chain}"]["cpu_cost_us"] > cost["plain-x1"]["cpu_cost_us"], cost
 
 
 def check_the_spread_is_that_of_the_repeated_runs(results: dict, repeats: int) -> None:
@@ -103,8 +116,8 @@ def check_the_spread_is_that_of_the_repeated_runs(results: dict, repeats: int) -
                     == (repeat, min(rates), statistics.median(rates), max(rates))), (where, summary)
 
 
-def test_the_spread_of_repeated_runs_is_recorded(smoke):
-    check_the_spread_is_that_of_the_repeated_runs(smoke, REPEAT)
+def test_the_spread_of_repeated_runs_is_recorded(smoke, repeat):
+    check_the_spread_is_that_of_the_repeated_runs(smoke, repeat)
 
 
 def test_the_server_warmed_up_until_its_jit_went_quiet(smoke):
