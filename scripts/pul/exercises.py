@@ -43,8 +43,11 @@ from .watchdog import clean_leftovers
 
 EXERCISES_FILE = "exercises.toml"
 SOLUTIONS_DIR = "solutions"
-# sbt-native-packager's cache of what `stage` copied, by absolute path (target/streams/...).
-STAGE_RECORD = "packager-mappings-"
+# Caches in target/streams that name the lab's own files by absolute path and delete the ones
+# a later build no longer produces: sbt-native-packager's record of what `stage` copied
+# (Stager.stageFiles) and sbt-web's of the routes compiler's output (syncIncremental's op-cache).
+# In a copy, that later build's files are the copy's, so the original's would go.
+PATH_RECORDS = ("packager-mappings-", "op-cache")
 # Lab files that are not the reader's exercise work: measurements, the exercise
 # machinery itself, and the lab's own smoke tests.
 NOT_EXERCISE_WORK = ("results/", "solutions/", "tests/", "target/", EXERCISES_FILE)
@@ -362,9 +365,9 @@ def scratch_copy(lab: Lab) -> Iterator[Path]:
     """A copy of the lab as `<tmp>/labs/NN-name` next to a link to the repository's scripts.
 
     The lab's target/ comes along (with its timestamps), so sbt builds incrementally and an
-    unchanged copy needs no build at all; results/ stays behind, and so does sbt-native-packager's
-    record of what `stage` last copied: it names the original's files by absolute path, and the
-    copy's next `stage` would delete them as stale (Stager.stageFiles syncs against it).
+    unchanged copy needs no build at all; results/ stays behind, and so do the caches that name
+    the original's files by absolute path (PATH_RECORDS): the copy's next build would delete
+    those files as stale.
     """
     root = Path(tempfile.mkdtemp(prefix=f"pul-check-{lab.number}-"))
     try:
@@ -378,7 +381,7 @@ def scratch_copy(lab: Lab) -> Iterator[Path]:
 
 def _not_copied(lab_dir: Path):
     def ignore(folder: str, names: list[str]) -> list[str]:
-        skip = [name for name in names if name.startswith(STAGE_RECORD)]
+        skip = [name for name in names if name.startswith(PATH_RECORDS)]
         return skip + ["results"] if Path(folder) == lab_dir else skip
     return ignore
 

@@ -297,7 +297,7 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
     chosen = chosen or last[-1]
     tool_threads = model.TOOL_THREADS.get(step.load_tools[0], 1)
     load_cores = min(tool_threads, len(parse_cpu_list(pin["load_cpus"]))) if pin.get("load_cpus") else tool_threads
-    # Cores the server may use: as its JVM sees them (taskset, a container's quota).
+    # Cores the server may use: as its JVM sees them (-XX:ActiveProcessorCount, a container's quota).
     server_cores = pools.get("available_processors")
     return {
         "server_cpu_ms": chosen["server_cpu_ms"], "load_cpu_ms": chosen["load_cpu_ms"],

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BuildFailed, PortBusy, ServerFailed, UsageError
-from .checks import parse_cpu_list
+from .checks import describe_cpus, parse_cpu_list
 from .probe import CLOCK_TICKS, group_cpu_seconds, group_pids
 from .procs import Child, Children
 from .progress import Progress
@@ -205,6 +205,11 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+# The CPUs this process could use when it started, before `scripts/lab run` pinned it to the
+# load generator's.
+START_CPUS = frozenset(os.sched_getaffinity(0))
+
+
 def jvm_options(server_cpus: str | None) -> tuple[str, ...]:
     """The server JVM's options. A pinned server starts on every core, so that its start-up
     (class loading, the JIT's first compiles) takes seconds less, and is pinned once it answers
@@ -236,11 +241,14 @@ def pin_group(pgid: int, cpus: set[int], passes: int = 50) -> int:
                         os.sched_setaffinity(tid, cpus)
                         changed += 1
                     threads += 1
-                except (ProcessLookupError, PermissionError):
-                    continue
+                except ProcessLookupError:
+                    continue  # a thread that ended meanwhile
+                except OSError as error:
+                    raise ServerFailed(f"the server's thread {tid} could not be pinned to CPU "
+                                       f"{describe_cpus(cpus)}: {error.strerror or error}")
         if not changed:
             return threads
-    raise ServerFailed(f"the server's threads could not all be pinned to CPU {sorted(cpus)} "
+    raise ServerFailed(f"the server's threads could not all be pinned to CPU {describe_cpus(cpus)} "
                        f"in {passes} passes: it keeps starting new ones")
 
 
@@ -283,9 +291,14 @@ class Server:
             "pidfile.path": "/dev/null",
             **self.properties,
         }
-        return [str(self.script), f"-J-Xms{self.heap}", f"-J-Xmx{self.heap}",
+        args = [str(self.script), f"-J-Xms{self.heap}", f"-J-Xmx{self.heap}",
                 *(f"-J{option}" for option in self.jvm_options()),
                 *(f"-D{k}={v}" for k, v in props.items())]
+        if self.server_cpus is not None:
+            # Every core the driver was given, not the load generator's that `run` pins the
+            # driver itself to (a child inherits its parent's mask): start() pins it later.
+            args = ["taskset", "-c", describe_cpus(START_CPUS), *args]
+        return args
 
     def jvm_options(self) -> tuple[str, ...]:
         return jvm_options(self.server_cpus)

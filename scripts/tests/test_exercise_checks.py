@@ -55,8 +55,8 @@ def test_start_fails_with_hints_and_the_solutions_pass(number):
     declared = exercises.load(driver)
     staged = server.staged_script(driver.dir)
     with exercises.scratch_copy(driver) as copy_dir:
-        # One warm-up round: the starting state misses each target by half as much again or more
-        # (asserted below; its threads, not its JIT, bind it: lab 03's default dispatcher allows
+        # One warm-up round: each exercise's starting state misses one of its targets by half as
+        # much again or more (asserted below; its threads, not its JIT, bind it: lab 03's default dispatcher allows
         # 8 / 0.2 s = 40 requests/s against a target of 69), which a warmer server would not
         # close; the solutions get the exercises' own warm-ups, as a reader's check does.
         start = check(number, copy_dir, "--warmup-rounds", "1")
@@ -68,7 +68,9 @@ def test_start_fails_with_hints_and_the_solutions_pass(number):
                 f"{exercise.id} passes on the starting state: it teaches nothing\n{start.stdout[-3000:]}"
         # Each failure shows the measured number and a hint.
         assert start.stdout.count("Hint:") >= len(declared) and " = " in start.stdout
-        for exercise_id, factors in misses(start.stdout, number).items():
+        missed = misses(start.stdout, number)
+        assert set(missed) == {e.id for e in declared}, start.stdout[-3000:]
+        for exercise_id, factors in missed.items():
             assert max(factors, default=0) >= 1.5, \
                 f"{exercise_id}: the starting state misses by only {factors}: a warmer server might pass it"
 

@@ -45,13 +45,14 @@ def test_every_exercise_is_well_formed_and_has_a_solution_that_applies(number, t
         exercises.apply_patch(exercise.solution, copy_dir)
 
 
-def test_a_scratch_copy_leaves_the_record_that_would_empty_the_original_stage(tmp_path, monkeypatch):
+def test_a_scratch_copy_leaves_the_records_that_would_delete_the_originals_files(tmp_path, monkeypatch):
     # sbt-native-packager's `stage` deletes what its record lists and the new mappings do not: a
     # copy of the record names the original's files, so the copy's build would empty the lab's stage.
     lab_dir = tmp_path / "labs" / "01-demo"
     record = lab_dir / "target" / "streams" / "universal" / "stage" / "_global" / "streams"
     record.mkdir(parents=True)
-    (record / f"{exercises.STAGE_RECORD}universal").write_text(f'[[{{"x":["{lab_dir}/target/universal/stage/bin/x"]}}]]')
+    (record / "packager-mappings-universal").write_text(f'[[{{"x":["{lab_dir}/target/universal/stage/bin/x"]}}]]')
+    (record / "op-cache").write_text(f"{lab_dir}/target/scala-2.13/routes/main/router/Routes.scala")
     (record / "out").write_text("kept")
     (lab_dir / "target" / "pul-staged.stamp").write_text("1\n")
     (lab_dir / "results").mkdir()

@@ -31,7 +31,7 @@ BAND = (0.85, 1.10)
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    return run_lab("02", *SMOKE, results_dir=tmp_path_factory.mktemp("lab02"))
+    return run_lab("02", *SMOKE, results_dir=tmp_path_factory.mktemp("lab02"), smoke=True)
 
 
 def test_every_variant_ran_without_errors(smoke):

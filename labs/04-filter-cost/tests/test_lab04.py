@@ -10,11 +10,12 @@ other), and that every filter in it saw every request.
 
 from __future__ import annotations
 
+import os
 import statistics
 
 import pytest
 
-from pul.testing import by_name, run_lab, this_lab
+from pul.testing import SMOKE_RESULTS_VARIABLE, by_name, run_lab, this_lab
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -41,18 +42,22 @@ SMOKE = ("--chain-lengths", f"1,{CHAIN}", "--java-chain-lengths", "1", "--repeat
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    return run_lab("04", *SMOKE, results_dir=tmp_path_factory.mktemp("lab04"))
+    return run_lab("04", *SMOKE, results_dir=tmp_path_factory.mktemp("lab04"), smoke=True)
 
 
 @pytest.fixture(scope="module")
 def chain(smoke):
     """The run's longest Scala chain (CHAIN in a smoke run; a default run's is 10)."""
-    return max(int(n) for n in smoke["params"]["chain_lengths"].split(","))
+    found = max(int(n) for n in smoke["params"]["chain_lengths"].split(","))
+    assert found == CHAIN or os.environ.get(SMOKE_RESULTS_VARIABLE), "the smoke run's --chain-lengths did not take"
+    return found
 
 
 @pytest.fixture(scope="module")
 def repeat(smoke):
-    return smoke["params"]["repeat"]
+    found = smoke["params"]["repeat"]
+    assert found == REPEAT or os.environ.get(SMOKE_RESULTS_VARIABLE), "the smoke run's --repeat did not take"
+    return found
 
 
 def test_every_set_up_ran_on_one_server_with_ab_and_no_errors(smoke, chain, repeat):
