@@ -138,9 +138,9 @@ def describe_tail(record: dict) -> str:
     return f"no answer ({n})"
 
 
-def _cpu_seconds(select) -> float:
-    """User + system CPU time of every live process for which select(pid, stat fields) holds."""
-    total = 0
+def _processes():
+    """(pid, stat fields after the command name) of every live process: state(0) ppid(1)
+    pgrp(2) ... utime(11) stime(12)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -148,23 +148,18 @@ def _cpu_seconds(select) -> float:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        # After the command name: state(0) ppid(1) pgrp(2) ... utime(11) stime(12)
-        if select(int(entry.name), fields):
-            total += int(fields[11]) + int(fields[12])
+        yield int(entry.name), fields
+
+
+def _cpu_seconds(select) -> float:
+    """User + system CPU time of every live process for which select(pid, stat fields) holds."""
+    total = sum(int(fields[11]) + int(fields[12]) for pid, fields in _processes() if select(pid, fields))
     return total / CLOCK_TICKS
 
 
 def group_pids(pgid: int) -> list[int]:
     """The live processes of a process group."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
-                    pids.append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return pids
+    return [pid for pid, fields in _processes() if int(fields[2]) == pgid]
 
 
 def group_cpu_seconds(pgid: int) -> float:

@@ -25,8 +25,8 @@ def this_lab(test_file: str):
     return load(Path(test_file).resolve().parents[1])
 
 
-# A results file to check instead of making a smoke run: PUL_SMOKE_RESULTS=labs/04-filter-cost/
-# results/latest.json pytest labs/04-filter-cost/tests -m "slow and not lifecycle" runs the smoke
+# A results file to check instead of making a smoke run: PUL_SMOKE_RESULTS=labs/NN-name/
+# results/latest.json pytest labs/NN-name/tests -m "slow and not lifecycle" runs the smoke
 # checks on a run of the reader's own (a default run, say). Only a smoke run is replaced
 # (run_lab(..., smoke=True)); a check that needs a new run of its own skips, saying so.
 SMOKE_RESULTS_VARIABLE = "PUL_SMOKE_RESULTS"
