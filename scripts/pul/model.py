@@ -3,7 +3,8 @@
 A lab's predict() gives the bounds it knows (Little's law for its pool's threads, a database's
 CPU, an offered rate); this module adds the two every closed-loop step has, from a calibration
 measured *before* the step's measured run:
-- the server's CPU (the utilisation law): cores the server may use / CPU seconds per request;
+- the server's CPU (the utilisation law): cores the server may use, less the JIT compiler's share
+  of them in the calibration, / CPU seconds per request (the compiler's left out);
 - the load generator's CPU: cores the load tool may use / its CPU seconds per request.
 The prediction is the smallest bound; `bound_by` names it. (No bound from the round trip,
 concurrency / (server + load-generator CPU per request): a server's CPU time includes work off
@@ -34,6 +35,13 @@ SHARED_DATABASE = "database_on_load_cores"
 TOOL_THREADS = {"ab": 1, "wrk": 2}
 
 
+# The JIT compiler's share of the server's cores that the bound takes out: at most this much
+# (a calibration round that was all compiling would otherwise leave no bound at all), and named
+# in the arithmetic from this much.
+MAX_COMPILER_SHARE = 0.9
+SHOWN_COMPILER_SHARE = 0.01
+
+
 def cpu_bound(cores: float, cpu_ms: float) -> float:
     """Requests/s a resource of `cores` cores serves at `cpu_ms` of CPU per request."""
     return cores / (cpu_ms / 1000.0)
@@ -47,7 +55,8 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
             open_loop: bool = False) -> Prediction:
     """The lab's prediction with the CPU bounds from `calibration` added, and the smallest named.
 
-    calibration: {"server_cpu_ms", "server_cores", "load_cpu_ms", "load_cores"} (any may be None).
+    calibration: {"server_cpu_ms", "server_cores", "load_cpu_ms", "load_cores", "jit_share"} (any may
+    be None).
     An open-loop step's load is its rate, so the load generator's closed-loop bound is left out."""
     bounds = dict(prediction.bounds)
     if prediction.requests_per_sec is not None and prediction.bound_by and prediction.bound_by not in bounds:
@@ -58,8 +67,15 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     calibration = calibration or {}
     server_ms, server_cores = calibration.get("server_cpu_ms"), calibration.get("server_cores")
     if server_ms and server_cores:
-        bounds[SERVER_CPU] = round(cpu_bound(server_cores, server_ms), 1)
+        # The JIT compiler's threads share the server's cores: what they took of the calibration
+        # round (right before the measured run, at its settings) is not there to serve requests.
+        compiler = min(max(calibration.get("jit_share") or 0.0, 0.0), MAX_COMPILER_SHARE)
+        serving_cores = server_cores * (1 - compiler)
+        bounds[SERVER_CPU] = round(cpu_bound(serving_cores, server_ms), 1)
         why[SERVER_CPU] = _arithmetic(server_cores, server_ms, "server")
+        if compiler >= SHOWN_COMPILER_SHARE:
+            why[SERVER_CPU] = (f"{server_cores:g} core{'s' if server_cores != 1 else ''} x (1 - {compiler:.2f} "
+                               f"the JIT compiler's) / {server_ms:.3g} ms of server CPU per request")
     load_ms, load_cores = calibration.get("load_cpu_ms"), calibration.get("load_cores")
     shared = prediction.facts.get(SHARED_DATABASE)
     shared_ms = calibration.get("load_cores_cpu_ms")

@@ -193,11 +193,28 @@ def _round_seconds(step: Step, untimed: float) -> float:
     return step.warmup_seconds or step.seconds or untimed
 
 
+def _release_compiler(server) -> bool:
+    """Move the JIT compiler threads off the server's cores for the warm-up, where the driver
+    can (Server.release_compiler; not a remote server)."""
+    release = getattr(server, "release_compiler", None)
+    return bool(release and release())
+
+
+# While the compiler roams, a warm-up round's JIT share below this puts it back with the server
+# for the rounds that follow (the step's own warmup_jit_quiet where it has one).
+PIN_BACK_JIT_SHARE = 0.10
+
+
 def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
             children: Children, progress: Progress, eta: Eta | None = None) -> dict | None:
     """Repeat warm-up rounds until two in a row agree (see Step.warmup_settled) and the JIT
     compiler was nearly idle in the last one. Returns what each round measured, its CPU per
-    request included: the last round calibrates the step (pul.model)."""
+    request included: the last round calibrates the step (pul.model).
+
+    A warm-up of several rounds first lets the compiler threads run on the load generator's
+    cores too (Server.release_compiler): they then finish in seconds what took minutes on the
+    server's one core. Once a round leaves them nearly idle, or before the last round allowed,
+    they are pinned back, and only a round run that way can settle the warm-up or calibrate."""
     warmup = options.warmup if options.warmup is not None else (
         step.warmup_requests if step.warmup_requests is not None else max(200, step.requests // 5))
     if warmup <= 0:
@@ -209,48 +226,63 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     # every round where the server tells it: the calibration leaves the compiler's CPU out.
     compiler_cpu = _compiler_cpu(server) is not None
     jit_mark = _jit_seconds(server, step) if step.warmup_jit_quiet is not None or compiler_cpu else None
-    for round_number in range(1, step.warmup_max_rounds + 1):
-        what = "calibration round" if single else f"warm-up round {round_number}"
-        progress.step(f"{step.name}: {what} ({_round_seconds(step, options.time_limit)} s at most, c={step.concurrency})"
-                      + (f"; last: {previous:,.0f} req/s" if previous is not None else "")
-                      + (f", JIT threads busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else "")
-                      + (eta.left() if eta else ""))
-        started = time.monotonic()
-        result, cpu = _run_once(lab, step, server, options, pin, children, progress, warmup,
-                                raw_dir / f"{step.name}.warmup.txt", "ab", "warm-up",
-                                seconds=_round_seconds(step, options.time_limit),
-                                round_limit=step.warmup_seconds is not None)
-        this_round = {"requests_per_sec": result.requests_per_sec, "complete": result.complete,
-                      **_per_request(cpu, result.complete)}
-        if jit_mark is not None:
-            jit_now = _jit_seconds(server, step)
-            jit_used = max(0.0, jit_now - jit_mark)
-            this_round["jit_share"] = round(jit_used / (time.monotonic() - started), 3)
-            jit_run = cpu.get("jit_cpu_seconds")
-            if compiler_cpu and result.complete and jit_run is not None:
-                # What serving a request costs the core, the compiler's CPU left out: the bound is
-                # what the core could serve doing nothing else. The compiler's share of the measured
-                # run (recorded with it) is then what keeps a measurement below that bound. Both
-                # readings cover the same window (the run); at least one clock tick, the readings'
-                # resolution, so that a request too cheap to measure still bounds the core.
-                serving = max(cpu["cpu_seconds"] - jit_run, 1 / CLOCK_TICKS)
-                this_round["jit_cpu_ms"] = round(jit_run * 1000 / result.complete, 4)
-                this_round["server_cpu_ms"] = round(serving * 1000 / result.complete, 4)
-            jit_mark = jit_now
-        rounds.append(this_round)
-        rate = result.requests_per_sec
-        # Two empty rounds agree on nothing: a round must complete requests to count.
-        settled = single or (previous is not None and round_number >= step.warmup_min_rounds and rate > 0
-                             and abs(rate - previous) <= step.warmup_settled * previous
-                             and (step.warmup_jit_quiet is None or this_round["jit_share"] <= step.warmup_jit_quiet))
-        if settled:
-            return {"settled": True, "rounds": rounds}
-        previous = rate
-        if (step.warmup_jit_quiet is not None and compiler_cpu
-                and this_round.get("jit_share", 0.0) > step.warmup_jit_quiet):
-            this_round["compile_wait_s"] = _let_the_compiler_finish(server, progress, step.name)
-            # The next round's share counts only what its own load makes the compiler do.
-            jit_mark = _jit_seconds(server, step)
+    pin_back_at = step.warmup_jit_quiet if step.warmup_jit_quiet is not None else PIN_BACK_JIT_SHARE
+    roaming = not single and compiler_cpu and _release_compiler(server)
+    try:
+        for round_number in range(1, step.warmup_max_rounds + 1):
+            what = "calibration round" if single else f"warm-up round {round_number}"
+            progress.step(f"{step.name}: {what} ({_round_seconds(step, options.time_limit)} s at most, c={step.concurrency})"
+                          + (f"; last: {previous:,.0f} req/s" if previous is not None else "")
+                          + (f", JIT threads busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else "")
+                          + (", the JIT on every core" if roaming else "")
+                          + (eta.left() if eta else ""))
+            started = time.monotonic()
+            result, cpu = _run_once(lab, step, server, options, pin, children, progress, warmup,
+                                    raw_dir / f"{step.name}.warmup.txt", "ab", "warm-up",
+                                    seconds=_round_seconds(step, options.time_limit),
+                                    round_limit=step.warmup_seconds is not None)
+            this_round = {"requests_per_sec": result.requests_per_sec, "complete": result.complete,
+                          **_per_request(cpu, result.complete)}
+            if roaming:
+                this_round["compiler_roamed"] = True
+            if jit_mark is not None:
+                jit_now = _jit_seconds(server, step)
+                jit_used = max(0.0, jit_now - jit_mark)
+                this_round["jit_share"] = round(jit_used / (time.monotonic() - started), 3)
+                jit_run = cpu.get("jit_cpu_seconds")
+                if compiler_cpu and result.complete and jit_run is not None:
+                    # What serving a request costs the core, the compiler's CPU left out: the bound is
+                    # what the core could serve doing nothing else. The compiler's share of the measured
+                    # run (recorded with it) is then what keeps a measurement below that bound. Both
+                    # readings cover the same window (the run); at least one clock tick, the readings'
+                    # resolution, so that a request too cheap to measure still bounds the core.
+                    serving = max(cpu["cpu_seconds"] - jit_run, 1 / CLOCK_TICKS)
+                    this_round["jit_cpu_ms"] = round(jit_run * 1000 / result.complete, 4)
+                    this_round["server_cpu_ms"] = round(serving * 1000 / result.complete, 4)
+                jit_mark = jit_now
+            rounds.append(this_round)
+            rate = result.requests_per_sec
+            # Two empty rounds agree on nothing: a round must complete requests to count.
+            settled = single or (not roaming and previous is not None and round_number >= step.warmup_min_rounds
+                                 and rate > 0 and abs(rate - previous) <= step.warmup_settled * previous
+                                 and (step.warmup_jit_quiet is None or this_round["jit_share"] <= step.warmup_jit_quiet))
+            if settled:
+                return {"settled": True, "rounds": rounds}
+            previous = rate
+            if roaming:
+                if this_round.get("jit_share", 0.0) <= pin_back_at or round_number >= step.warmup_max_rounds - 1:
+                    server.pin_compiler()
+                    roaming = False
+                    # The next round's share counts only its own compiles, on the server's cores.
+                    jit_mark = _jit_seconds(server, step) if jit_mark is not None else None
+            elif (step.warmup_jit_quiet is not None and compiler_cpu
+                  and this_round.get("jit_share", 0.0) > step.warmup_jit_quiet):
+                this_round["compile_wait_s"] = _let_the_compiler_finish(server, progress, step.name)
+                # The next round's share counts only what its own load makes the compiler do.
+                jit_mark = _jit_seconds(server, step)
+    finally:
+        if roaming:
+            server.pin_compiler()
     last = ", ".join(f"{r['requests_per_sec']:,.0f}" for r in rounds[-3:])
     progress.note(f"{step.name}: the warm-up did not settle in {step.warmup_max_rounds} rounds "
                   f"(last rounds: {last} req/s); measuring anyway, the results record it")
@@ -280,7 +312,8 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
         return None
     rounds = list((warmup or {}).get("rounds", []))
     chosen = None
-    if not fresh or not rounds:
+    # A round with the compiler on the load generator's cores counted its CPU there too.
+    if not fresh or not rounds or rounds[-1].get("compiler_roamed"):
         # ab refuses fewer requests than its concurrency; twice as many keep the round's drain short.
         requests = max(step.calibration_requests or step.warmup_requests or max(200, step.requests // 5),
                        2 * step.concurrency)
@@ -304,6 +337,7 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
         "server_cores": server_cores if server.cpu_source else None, "load_cores": load_cores,
         "requests_per_sec": chosen["requests_per_sec"],
         "load_cores_cpu_ms": chosen.get("load_cores_cpu_ms"),
+        "jit_share": chosen.get("jit_share"),
         "server_cpu_ms_spread": [min(r["server_cpu_ms"] for r in last), max(r["server_cpu_ms"] for r in last)],
         "load_cpu_ms_spread": [min(r["load_cpu_ms"] for r in last), max(r["load_cpu_ms"] for r in last)],
         "rounds": len(last),

@@ -349,21 +349,62 @@ class Server:
         """CPU time the server has used so far (its whole process group)."""
         return group_cpu_seconds(self.child.pid) if self.child else 0.0
 
-    def jit_cpu_seconds(self) -> float | None:
-        """CPU time of the JVM's JIT compiler threads so far ("C1/C2 CompilerThread", in /proc),
-        or None if it has none to read. CPU, not the elapsed compile time /pools reports: on a
-        busy core a compile takes long while using little of it."""
+    def _compiler_tasks(self) -> list[Path]:
+        """The JVM's JIT compiler threads ("C1/C2 CompilerThread"), as /proc task folders."""
         if self.child is None:
-            return None
-        ticks, found = 0, False
+            return []
+        found = []
         with contextlib.suppress(OSError):
             for task in Path(f"/proc/{self.child.pid}/task").iterdir():
-                with contextlib.suppress(OSError, IndexError, ValueError):
+                with contextlib.suppress(OSError):
                     if "CompilerThre" in (task / "comm").read_text():
-                        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-                        ticks += int(fields[11]) + int(fields[12])
-                        found = True
+                        found.append(task)
+        return found
+
+    def jit_cpu_seconds(self) -> float | None:
+        """CPU time of the JVM's JIT compiler threads so far, or None if it has none to read. CPU,
+        not the elapsed compile time /pools reports: on a busy core a compile takes long while
+        using little of it."""
+        ticks, found = 0, False
+        for task in self._compiler_tasks():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                ticks += int(fields[11]) + int(fields[12])
+                found = True
         return ticks / CLOCK_TICKS if found else None
+
+    def release_compiler(self) -> bool:
+        """Let the JIT compiler threads run on every core the driver was given, the load
+        generator's too; False where there is nothing to move (no pinned server of ours).
+
+        For warm-up only: pinned with the server, on one core, a compiler thread gets about one
+        runnable thread's share of it, and the compiles that make the server fast took minutes
+        (lab 02's ws still used 20% of the core for them after 8 rounds). A production server's
+        compiler threads run on its other cores. pin_compiler() puts them back before anything
+        is measured."""
+        if self.server_cpus is None or self.child is None or START_CPUS == set(parse_cpu_list(self.server_cpus)):
+            return False
+        return self._place_compiler(set(START_CPUS)) > 0
+
+    def pin_compiler(self) -> None:
+        """Pin the JIT compiler threads back to the server's cores (see release_compiler)."""
+        if self.server_cpus is not None:
+            self._place_compiler(parse_cpu_list(self.server_cpus))
+
+    def _place_compiler(self, cpus: set[int]) -> int:
+        """Set the compiler threads' CPUs; how many threads. A thread the JVM starts later copies
+        the mask of the compiler thread that starts it (sched_setaffinity(2))."""
+        placed = 0
+        for task in self._compiler_tasks():
+            try:
+                os.sched_setaffinity(int(task.name), cpus)
+                placed += 1
+            except ProcessLookupError:
+                continue  # a compiler thread the JVM ended meanwhile
+            except OSError as error:
+                raise ServerFailed(f"the server's JIT compiler thread {task.name} could not be moved to "
+                                   f"CPU {describe_cpus(cpus)}: {error.strerror or error}")
+        return placed
 
     def log_tail(self, lines: int = 25) -> str:
         return _tail(self.log_path, lines)

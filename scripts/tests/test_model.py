@@ -26,6 +26,20 @@ def test_a_pool_bigger_than_the_load_leaves_the_core_to_bind():
     assert "1 core / 0.73 ms" in prediction.explanation
 
 
+def test_the_jit_compilers_share_of_the_core_serves_no_requests():
+    # Lab 02's commonpool-jvm-default: the compiler used 15% of the core in the calibration round,
+    # so 0.85 of a core at 0.698 ms a request allows 1,218 req/s, not 1,433.
+    prediction = model.combine(Prediction(None, "none"), {**ONE_CORE, "server_cpu_ms": 0.698, "jit_share": 0.15}, 50)
+    assert prediction.bound_by == model.SERVER_CPU
+    assert prediction.requests_per_sec == pytest.approx(0.85 / 0.000698, rel=1e-3)
+    assert "1 core x (1 - 0.15 the JIT compiler's) / 0.698 ms" in prediction.explanation
+    # A quiet compiler leaves the plain arithmetic; an absurd share still leaves a bound.
+    quiet = model.combine(Prediction(None, "none"), {**ONE_CORE, "jit_share": 0.004}, 50)
+    assert "JIT" not in quiet.explanation
+    busy = model.combine(Prediction(None, "none"), {**ONE_CORE, "jit_share": 1.7}, 50)
+    assert busy.requests_per_sec == pytest.approx((1 - model.MAX_COMPILER_SHARE) / 0.00073, rel=1e-3)
+
+
 def test_eight_threads_bind_before_the_core():
     prediction = model.combine(_lab_prediction("default"), ONE_CORE, 50)
     assert prediction.bound_by == model.THREADS

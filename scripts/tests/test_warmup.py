@@ -36,6 +36,8 @@ def _warm_up(monkeypatch, rates, step, server, cpu_seconds=2.0, jit_cpu_seconds=
 
     def fake_run(*_args, **_kwargs):
         rate = rates.pop(0)
+        if hasattr(server, "compile_round"):
+            server.compile_round()
         # Each round: 2 s, so `rate` x 2 requests, and the server's CPU one core's worth unless
         # told; the compiler's share of it read in the same window, where the server tells it.
         return (SimpleNamespace(requests_per_sec=rate, complete=2 * rate),
@@ -144,3 +146,103 @@ def test_calibration_takes_the_median_of_its_own_rounds(monkeypatch):
     assert found["server_cpu_ms"] == 0.35
     assert found["server_cpu_ms_spread"] == [0.33, 0.45] and found["rounds"] == 3
     assert cpu_ms == []
+
+
+class RoamingServer(CompilingServer):
+    """A server whose compiler threads the driver can move off its core; records each move."""
+
+    def __init__(self, movable=True):
+        super().__init__()
+        self.movable = movable
+        self.moves = []
+
+    def release_compiler(self):
+        if self.movable:
+            self.moves.append("released")
+        return self.movable
+
+    def pin_compiler(self):
+        self.moves.append("pinned")
+
+
+def _jit_shares(monkeypatch, server, shares):
+    """The compiler's CPU in each 2-s round, as shares of it."""
+    shares = list(shares)
+    server.total = 0.0
+
+    def compile_round():
+        server.total += 2 * shares.pop(0)
+
+    server.compile_round = compile_round
+    monkeypatch.setattr(run_module, "_compiler_cpu", lambda server: server.total)
+
+
+def test_the_compiler_roams_until_it_is_quiet_and_only_a_pinned_round_settles(monkeypatch):
+    # Rounds 1-2 agree while the compiler works on the other core; round 3 finds it quiet there, so
+    # it is pinned back, and round 4 (pinned, agreeing, quiet) settles the warm-up.
+    server = RoamingServer()
+    _jit_shares(monkeypatch, server, [0.9, 0.5, 0.05, 0.02])
+    step = _step(warmup_jit_quiet=0.10, warmup_max_rounds=8)
+    result = _warm_up(monkeypatch, [1000, 1010, 1300, 1290, 9999], step, server, jit_cpu_seconds=0.0)
+    assert result["settled"]
+    assert [r.get("compiler_roamed", False) for r in result["rounds"]] == [True, True, True, False]
+    assert server.moves == ["released", "pinned"]
+    # No waiting for the compiler to go idle while it has a core of its own.
+    assert not any("compile_wait_s" in r for r in result["rounds"])
+
+
+def test_the_compiler_is_pinned_back_before_the_last_round_allowed(monkeypatch):
+    server = RoamingServer()
+    _jit_shares(monkeypatch, server, [0.9, 0.9, 0.9, 0.9])
+    step = _step(warmup_jit_quiet=0.10, warmup_max_rounds=3)
+    result = _warm_up(monkeypatch, [1000, 1000, 1000], step, server, jit_cpu_seconds=0.0)
+    assert [r.get("compiler_roamed", False) for r in result["rounds"]] == [True, True, False]
+    assert server.moves == ["released", "pinned"] and result["settled"] is False
+
+
+def test_the_compiler_is_pinned_back_when_a_round_fails(monkeypatch):
+    server = RoamingServer()
+    _jit_shares(monkeypatch, server, [0.9])
+
+    def failing_run(*_args, **_kwargs):
+        raise ServerFailed("the server died")
+
+    monkeypatch.setattr(run_module, "_run_once", failing_run)
+    with pytest.raises(ServerFailed):
+        run_module.warm_up(None, _step(), server, run_module.RunOptions(), {}, Path("/nonexistent"), None,
+                           Progress(quiet=True))
+    assert server.moves == ["released", "pinned"]
+
+
+def test_a_server_whose_compiler_cannot_move_warms_up_pinned(monkeypatch):
+    server = RoamingServer(movable=False)
+    _jit_shares(monkeypatch, server, [0.05, 0.05])
+    result = _warm_up(monkeypatch, [1000, 1000], _step(), server, jit_cpu_seconds=0.0)
+    assert result["settled"] and not any(r.get("compiler_roamed") for r in result["rounds"])
+    assert server.moves == []
+
+
+def test_a_calibration_round_never_moves_the_compiler(monkeypatch):
+    server = RoamingServer()
+    _jit_shares(monkeypatch, server, [0.5])
+    _warm_up(monkeypatch, [1000], _step(warmup_max_rounds=1), server, jit_cpu_seconds=0.0)
+    assert server.moves == []
+
+
+def test_a_roaming_last_round_does_not_calibrate(monkeypatch):
+    # Its CPU readings on the load generator's cores include the compiler's: the calibration runs a
+    # round of its own, pinned.
+    own = []
+
+    def fake_warm_up(_lab, step, *_args, **_kwargs):
+        own.append(step.warmup_max_rounds)
+        return {"settled": True, "rounds": [{"requests_per_sec": 1000, "complete": 2000,
+                                              "server_cpu_ms": 0.5, "load_cpu_ms": 0.1}]}
+
+    monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
+    warmup = {"settled": False, "rounds": [{"requests_per_sec": 900, "complete": 1800, "server_cpu_ms": 0.7,
+                                            "load_cpu_ms": 0.1, "compiler_roamed": True}]}
+    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(),
+                                   {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
+                                   warmup, True, {"available_processors": 1})
+    assert own == [1] and found["server_cpu_ms"] == 0.5
