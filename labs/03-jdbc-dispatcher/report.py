@@ -357,7 +357,7 @@ def _database_bound_rows(results: dict, calibrated: str) -> list[dict]:
     """The rows whose database CPU bound is the shared core's, with `calibrated` in their calibration."""
     return [v for v in results["variants"]
             if (v.get("extra") or {}).get("database_on_load_cores") and (v.get("bounds") or {}).get(model.DATABASE_CPU)
-            and (v.get("calibration") or {}).get(calibrated)]
+            and (v.get("calibration") or {}).get(calibrated) and not v["extra"].get(model.CONVOY)]
 
 
 def _shared_core(variants: list[dict]) -> bool:

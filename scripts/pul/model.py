@@ -30,6 +30,10 @@ NAMES = (THREADS, CONNECTIONS, SERVER_CPU, DATABASE_CPU, LOAD_GENERATOR, IN_FLIG
 # A Prediction.facts key: {"cores", "cpu_ms"} of a database that shares the load generator's cores
 # (lab 03's throwaway PostgreSQL), whose bound then counts both programs' CPU.
 SHARED_DATABASE = "database_on_load_cores"
+# A Prediction.facts key beside SHARED_DATABASE: {"in_service", "wait_ms"} of queries whose identical
+# waits bring them back to that core together (lab 03's lockstep step), so that each cycle is the
+# wait plus the whole convoy's CPU.
+CONVOY = "convoy"
 
 # The load tools' threads: ab is one thread; wrk runs WRK_THREADS (scripts/lib/bench.sh) of them.
 TOOL_THREADS = {"ab": 1, "wrk": 2}
@@ -40,6 +44,12 @@ TOOL_THREADS = {"ab": 1, "wrk": 2}
 # in the arithmetic from this much.
 MAX_COMPILER_SHARE = 0.9
 SHOWN_COMPILER_SHARE = 0.01
+
+
+def compiler_share(calibration: dict) -> float:
+    """The share of the server's cores the JIT compiler took in the calibration round, which the
+    server-CPU bound leaves out (0 where the driver could not read it)."""
+    return min(max(calibration.get("jit_share") or 0.0, 0.0), MAX_COMPILER_SHARE)
 
 
 def cpu_bound(cores: float, cpu_ms: float) -> float:
@@ -69,7 +79,7 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     if server_ms and server_cores:
         # The JIT compiler's threads share the server's cores: what they took of the calibration
         # round (right before the measured run, at its settings) is not there to serve requests.
-        compiler = min(max(calibration.get("jit_share") or 0.0, 0.0), MAX_COMPILER_SHARE)
+        compiler = compiler_share(calibration)
         serving_cores = server_cores * (1 - compiler)
         bounds[SERVER_CPU] = round(cpu_bound(serving_cores, server_ms), 1)
         why[SERVER_CPU] = _arithmetic(server_cores, server_ms, "server")
@@ -82,7 +92,16 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     if shared and DATABASE_CPU in bounds and not open_loop:
         # The database runs on the load generator's cores: its bound is theirs.
         cores = shared["cores"]
-        if shared_ms:
+        convoy = prediction.facts.get(CONVOY)
+        if shared_ms and convoy:
+            # In lockstep the core serves the whole convoy before any query waits again, all the
+            # CPU it spends per request counted (N / (wait + N x s / cores)); s as below.
+            n, wait_ms = convoy["in_service"], convoy["wait_ms"]
+            bounds[DATABASE_CPU] = round(n / ((wait_ms + n * shared_ms / cores) / 1000.0), 1)
+            why[DATABASE_CPU] = (f"in lockstep: {n} queries / ({wait_ms:g} ms wait + {n} x {shared_ms:.3g} ms of CPU "
+                                 f"per request on the database's {cores:g} core{'s' if cores != 1 else ''}, which it "
+                                 f"shares with the load generator (calibrated at c={concurrency}))")
+        elif shared_ms:
             # The calibration round measured all the database's cores spent per request at this
             # step's concurrency (the database, ab, the driver): the utilisation law on them. The
             # database's CPU per query timed alone (the lab's own calibration, one query at a time)
@@ -91,7 +110,7 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
             why[DATABASE_CPU] = (f"{cores:g} core{'s' if cores != 1 else ''} / {shared_ms:.3g} ms of CPU per "
                                  f"request on the database's core(s), which it shares with the load generator "
                                  f"(calibrated at c={concurrency})")
-        elif load_ms:
+        elif load_ms and not convoy:
             # Without that reading: both programs spend those cores on every request.
             database_ms = shared["cpu_ms"]
             both = round(cpu_bound(cores, database_ms + load_ms), 1)

@@ -122,6 +122,15 @@ def test_queueing_at_the_core_lands_below_both_bounds_near_their_corner():
     assert far == pytest.approx(50 / 0.0300572 , rel=0.01)
 
 
+def test_queueing_counts_the_core_the_jit_compiler_took():
+    from pul import report
+    v = _offloaded(1175, 0.698)
+    v["calibration"]["jit_share"] = 0.15
+    sentence = report.queueing_sentence(v)
+    rate = model.mean_value_analysis(50, 30 + 0.698 / 0.85, 0.698 / 0.85)
+    assert f"{rate:,.0f} req/s" in sentence and "on the 85% of the core the JIT compiler left" in sentence
+
+
 def test_no_queueing_sentence_where_threads_bind_or_nothing_waits():
     from pul import report
     blocking = {**_offloaded(247, 0.95), "bounds": {model.THREADS: 267, model.SERVER_CPU: 1051}}

@@ -190,3 +190,24 @@ def test_lockstep_waits_are_bound_by_the_convoy():
     convoy = LAB.predict(lockstep, pools, params)
     assert convoy.bound_by == "database CPU"
     assert convoy.requests_per_sec == pytest.approx(32 / 0.176, abs=0.1)
+
+
+def test_the_convoy_uses_the_shared_cores_cpu_calibrated_before_the_step():
+    # The round before the step found 3.5 ms of CPU per request on the database's core (PostgreSQL,
+    # ab, the driver): the convoy is 32 x 3.5 ms, not 32 x the 3 ms PostgreSQL's query took alone.
+    from pul import model
+    from pul.lab import Step
+
+    pools = {"pools": {"database": {"threads": 32}, "connections": {"threads": 32}}, "query_ms": 80,
+             "calibration": {"median_ms": 3.0, "postgres_cpu_ms": 3.0, "postgres_cores": 1}}
+    lockstep = Step(name="lockstep-pool=32", endpoint="x", concurrency=64, requests=1, pool="database",
+                    extra={"pool_size": 32, "query_jitter": 0.0})
+    prediction = model.combine(LAB.predict(lockstep, pools, {"postgres_cpus": "1"}),
+                               {"load_cores_cpu_ms": 3.5, "load_cpu_ms": 0.1, "load_cores": 1}, 64)
+    assert prediction.bound_by == model.DATABASE_CPU
+    assert prediction.requests_per_sec == pytest.approx(32 / 0.192, abs=0.1)
+    assert "in lockstep: 32 queries / (80 ms wait + 32 x 3.5 ms" in prediction.explanation
+    # Without that reading, the lab's own convoy stands: ab's CPU is not added to it.
+    alone = model.combine(LAB.predict(lockstep, pools, {"postgres_cpus": "1"}),
+                          {"load_cpu_ms": 0.1, "load_cores": 1}, 64)
+    assert alone.requests_per_sec == pytest.approx(32 / 0.176, abs=0.1)
