@@ -246,3 +246,21 @@ def test_a_roaming_last_round_does_not_calibrate(monkeypatch):
                                    {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
                                    warmup, True, {"available_processors": 1})
     assert own == [1] and found["server_cpu_ms"] == 0.5
+
+
+def test_the_bound_keeps_only_the_compiler_share_every_calibrating_round_shows(monkeypatch):
+    # A burst in one round is over by the measured run; rounds with the compiler off the server's
+    # core do not count at all.
+    shares = [0.29, 0.01, 0.03]
+
+    def fake_warm_up(*_args, **_kwargs):
+        return {"settled": True, "rounds": [{"requests_per_sec": 2500, "complete": 5000, "server_cpu_ms": 0.4,
+                                              "load_cpu_ms": 0.1, "jit_share": shares.pop(0)}]}
+
+    monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
+    found = run_module.calibration(None, _step(calibration_rounds=3), SimpleNamespace(cpu_source="proc"),
+                                   run_module.RunOptions(), {"load_cpus": None}, Path("/nonexistent"), None,
+                                   Progress(quiet=True), None, False, {"available_processors": 1})
+    assert found["jit_share"] == 0.01
+    assert run_module._lasting_compiler_share([{"jit_share": 0.3, "compiler_roamed": True}, {"jit_share": 0.15}]) == 0.15
+    assert run_module._lasting_compiler_share([{"requests_per_sec": 1}]) is None
