@@ -4,6 +4,7 @@ artifacts and summary lines."""
 from __future__ import annotations
 
 import math
+import statistics
 
 from pul import report
 from pul.results import machine_line
@@ -59,8 +60,8 @@ def predicted_mean(v: dict) -> str:
 def echo_model(results: dict) -> dict | None:
     """The echo's bounds: an empty road, then a full one.
 
-    Nothing tells us the echo's capacity in advance (it is CPU work whose cost per request
-    even falls as batches grow), so this model takes two measured numbers: R1, the time one
+    Nothing tells us the echo's capacity in advance (CPU work whose cost per request depends on
+    the machine and the JIT), so this model takes two measured numbers: R1, the time one
     request takes alone (the c=1 mean), and the plateau, the best throughput of the sweep.
     Then throughput <= min(c / R1, plateau), latency >= max(R1, c / plateau), and the knee
     is where the lines meet: c* = plateau x R1. The fixed-service endpoint is the one whose
@@ -72,9 +73,7 @@ def echo_model(results: dict) -> dict | None:
     r1_ms = steps[0]["mean_ms"]
     best = max(steps, key=lambda v: v["requests_per_sec"])
     return {"r1_ms": r1_ms, "capacity": best["requests_per_sec"], "best_c": best["concurrency"],
-            "knee": best["requests_per_sec"] * r1_ms / 1000,
-            "cpu_ms_c1": steps[0].get("server_cpu_ms_per_request"),
-            "cpu_ms_best": best.get("server_cpu_ms_per_request")}
+            "knee": best["requests_per_sec"] * r1_ms / 1000}
 
 
 def fixed_model(results: dict) -> dict:
@@ -153,7 +152,8 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab05-open-table.md": open_table(results) + "\n" + machine,
         "book/src/generated/lab05-summary.md": "\n".join(f"- {n}" for n in summary_notes(results)) + "\n",
         "book/src/generated/lab05-model.md": model_sentences(results),
-        "book/src/generated/lab05-cpu-per-request.md": cpu_per_request_table(sweep(results, "")),
+        "book/src/generated/lab05-cpu-per-request.md": cpu_per_request_table(sweep(results, ""))
+        + "\n" + cpu_trend(sweep(results, "")) + "\n",
         "book/src/figures/lab05-throughput.svg": throughput_figure(results),
         "book/src/figures/lab05-latency.svg": latency_figure(results),
         "book/src/generated/lab05-edges.md": edges_text(report.committed_run(lab, EDGES_DIR)),
@@ -266,10 +266,35 @@ def model_sentences(results: dict) -> str:
     if model:
         text += (f" The echo, alone on the road (c = 1), took R₁ = **{model['r1_ms']:.2f} ms**; its best "
                  f"throughput was **{model['capacity']:,.0f} req/s** (at c = {model['best_c']:,}), so its bounds "
-                 f"meet at c* = {model['capacity']:,.0f}/s × {model['r1_ms'] / 1000:.5f} s ≈ **{model['knee']:.1f}**. "
-                 f"Its server CPU per request fell from {model['cpu_ms_c1']:.3f} ms at c = 1 to "
-                 f"{model['cpu_ms_best']:.3f} ms at c = {model['best_c']:,}: a busy server works in batches.")
+                 f"meet at c* = {model['capacity']:,.0f}/s × {model['r1_ms'] / 1000:.5f} s ≈ **{model['knee']:.1f}**.")
     return text + "\n"
+
+
+def cpu_trend(steps: list[dict]) -> str:
+    """What the echo's measured CPU per request did across the ladder, in numbers: whether one
+    request in flight cost more than the busier steps, or sat within their spread."""
+    told = [v for v in steps if v.get("server_cpu_ms_per_request")]
+    alone = next((v for v in told if v["concurrency"] == 1), None)
+    busier = [v for v in told if v["concurrency"] > 1]
+    if alone is None or len(busier) < 2:
+        return ""
+    low = min(busier, key=lambda v: v["server_cpu_ms_per_request"])
+    high = max(busier, key=lambda v: v["server_cpu_ms_per_request"])
+    median = statistics.median(v["server_cpu_ms_per_request"] for v in busier)
+    c1 = alone["server_cpu_ms_per_request"]
+    text = (f"Measured during the steps, the server's CPU per request was {c1:.3f} ms with one request in flight, "
+            f"and {low['server_cpu_ms_per_request']:.3f} ms (c = {low['concurrency']:,}) to "
+            f"{high['server_cpu_ms_per_request']:.3f} ms (c = {high['concurrency']:,}) at the busier steps, "
+            f"median {median:.3f} ms: ")
+    if c1 > high["server_cpu_ms_per_request"]:
+        text += f"one request alone cost {c1 / median:.2f}x the busier steps' median."
+    elif c1 < low["server_cpu_ms_per_request"]:
+        text += f"one request alone cost less than at any busier step ({c1 / median:.2f}x their median)."
+    else:
+        text += ("one request alone cost no more than the busier steps did, and the price moved from step to step "
+                 f"by ±{(high['server_cpu_ms_per_request'] - low['server_cpu_ms_per_request']) / (2 * median):.0%} "
+                 "around its median, with no trend in the load.")
+    return text
 
 
 def _data_block(name: str, rows: list[tuple]) -> str:
