@@ -177,7 +177,33 @@ def band_note(v: dict) -> str | None:
             + (f", {compiler:.0%} of it the JIT compiler's" if compiler else "")
             + ("; its warm-up had not settled, so the calibration before it was not the server's steady state"
                if (v.get("warmup") or {}).get("settled") is False else "")
-            + _calibration_outlier(v) + ".")
+            + _calibration_outlier(v) + _serving_drift(v) + ".")
+
+
+# How far a run's serving CPU per request may move from its calibration before the note names it.
+DRIFT_NAMED = 0.10
+
+
+def _serving_drift(v: dict) -> str:
+    """Where a server-CPU-bound run served each request with more or less CPU than its calibration
+    found (the compiler's CPU left out of both), or its compiler took more or less of the core:
+    the measurements that moved it off the bound."""
+    calibration = v.get("calibration") or {}
+    calibrated, during, rate = (calibration.get("server_cpu_ms"), v.get("server_cpu_ms_per_request"),
+                                v.get("requests_per_sec"))
+    if v.get("bound_by") != model.SERVER_CPU or not calibrated or not during or not rate:
+        return ""
+    compiler_run = v.get("jit_share") or 0.0
+    serving = during - compiler_run * 1000 / rate
+    text = ""
+    if abs(serving / calibrated - 1) > DRIFT_NAMED:
+        text += (f"; serving a request took {serving:.3g} ms of CPU during the run against {calibrated:.3g} ms "
+                 f"calibrated before it ({serving / calibrated - 1:+.0%})")
+    compiler_before = calibration.get("jit_share")
+    if compiler_before is not None and abs(compiler_run - compiler_before) >= DRIFT_NAMED:
+        text += (f"; the JIT compiler took {compiler_run:.0%} of the core during the run against "
+                 f"{compiler_before:.0%} in the calibration")
+    return text
 
 
 def _calibration_outlier(v: dict) -> str:

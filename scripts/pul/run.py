@@ -234,7 +234,7 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
             progress.step(f"{step.name}: {what} ({_round_seconds(step, options.time_limit)} s at most, c={step.concurrency})"
                           + (f"; last: {previous:,.0f} req/s" if previous is not None else "")
                           + (f", JIT threads busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else "")
-                          + (", the JIT on every core" if roaming else "")
+                          + (", the JIT compiler on every core" if roaming else "")
                           + (eta.left() if eta else ""))
             started = time.monotonic()
             result, cpu = _run_once(lab, step, server, options, pin, children, progress, warmup,
@@ -251,10 +251,9 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
                 this_round["jit_share"] = round(jit_used / (time.monotonic() - started), 3)
                 jit_run = cpu.get("jit_cpu_seconds")
                 if compiler_cpu and result.complete and jit_run is not None:
-                    # What serving a request costs the core, the compiler's CPU left out: the bound is
-                    # what the core could serve doing nothing else. The compiler's share of the measured
-                    # run (recorded with it) is then what keeps a measurement below that bound. Both
-                    # readings cover the same window (the run); at least one clock tick, the readings'
+                    # What serving a request costs the core, the compiler's CPU left out: the bound
+                    # divides what the compiler leaves of the core by it (pul.model). Both readings
+                    # cover the same window (the run); at least one clock tick, the readings'
                     # resolution, so that a request too cheap to measure still bounds the core.
                     serving = max(cpu["cpu_seconds"] - jit_run, 1 / CLOCK_TICKS)
                     this_round["jit_cpu_ms"] = round(jit_run * 1000 / result.complete, 4)
