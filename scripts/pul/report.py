@@ -129,7 +129,7 @@ def bound_sentence(v: dict) -> str | None:
             f"measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f})"
             + (f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
                f"{busy:.0%} busy" if busy is not None else "") + "."
-            + (" Outside the model's band: see the chapter." if outside else "")
+            + (f" Outside the model's band ({BAND[0]:.2f}-{BAND[1]:.2f}){band_reasons(v)}." if outside else "")
             + queueing_sentence(v))
 
 
@@ -166,18 +166,25 @@ def _busy(v: dict) -> float | None:
 
 
 def band_note(v: dict) -> str | None:
-    """For a variant outside the model's band: how far, and how busy its bound's resource was."""
+    """For a variant outside the model's band: how far, and what the run measured about why."""
     ratio = v.get("measured_over_predicted")
     if ratio is None or BAND[0] <= ratio <= BAND[1]:
         return None
+    return (f"{v['name']}: {ratio:.2f} of its bound ({v['bound_by']}), outside the model's band "
+            f"{BAND[0]:.2f}-{BAND[1]:.2f}" + band_reasons(v) + ".")
+
+
+def band_reasons(v: dict) -> str:
+    """What the run measured that bears on a miss, each part starting "; ": how busy the bound's
+    resource was, the compiler's part of it, an unsettled warm-up, a calibration round unlike the
+    runs, and a run that served dearer or cheaper than its calibration."""
     busy = _busy(v)
     compiler = v.get("jit_share") if v.get("bound_by") == model.SERVER_CPU else None
-    return (f"{v['name']}: {ratio:.2f} of its bound ({v['bound_by']}), outside the model's band "
-            f"{BAND[0]:.2f}-{BAND[1]:.2f}" + (f"; the {v['bound_by']} was {busy:.0%} busy" if busy is not None else "")
-            + (f", {compiler:.0%} of it the JIT compiler's" if compiler else "")
+    return ((f"; the {v['bound_by']} was {busy:.0%} busy" if busy is not None else "")
+            + (f", {compiler:.0%} of it the JIT compiler's" if compiler and compiler >= 0.005 else "")
             + ("; its warm-up had not settled, so the calibration before it was not the server's steady state"
                if (v.get("warmup") or {}).get("settled") is False else "")
-            + _calibration_outlier(v) + _serving_drift(v) + ".")
+            + _calibration_outlier(v) + _serving_drift(v))
 
 
 # How far a run's serving CPU per request may move from its calibration before the note names it.
