@@ -24,7 +24,7 @@ JVM_DEFAULT = "commonpool-jvm-default"
 WARMUP_SECONDS = 2
 # The JVM-default server's warm-up rounds at most. A thread per request keeps its JIT compiler
 # busy longest: with the compiler on both cores, still 63-77% busy after 7 rounds in one run
-# (and settling to 25% by then in another), where the 8 rounds of the other variants suffice.
+# (and settling to 25% by then in another), more than the other variants' 8 rounds leave.
 JVM_DEFAULT_WARMUP_ROUNDS = 14
 
 

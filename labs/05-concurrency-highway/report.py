@@ -291,9 +291,9 @@ def cpu_trend(steps: list[dict]) -> str:
     elif c1 < low["server_cpu_ms_per_request"]:
         text += f"one request alone cost less than at any busier step ({c1 / median:.2f}x their median)."
     else:
-        text += ("one request alone cost no more than the busier steps did, and the price moved from step to step "
-                 f"by ±{(high['server_cpu_ms_per_request'] - low['server_cpu_ms_per_request']) / (2 * median):.0%} "
-                 "around its median, with no trend in the load.")
+        text += ("one request alone cost within the busier steps' range, which spans "
+                 f"{low['server_cpu_ms_per_request'] / median - 1:+.0%} to "
+                 f"{high['server_cpu_ms_per_request'] / median - 1:+.0%} of their median.")
     return text
 
 

@@ -70,9 +70,9 @@ class Step:
     warmup_seconds: int | None = None
     # Warm-up rounds repeat until two in a row agree within `warmup_settled` (a share), after at
     # least `warmup_min_rounds` and at most `warmup_max_rounds`, and the last round kept the JIT
-    # compiler busy for at most `warmup_jit_quiet` of it (the app's /pools reports
-    # jit_compile_seconds; None: do not wait for it). On one core the JIT takes tens of seconds,
-    # and two rounds can agree by chance while it is still speeding the server up.
+    # compiler busy for at most `warmup_jit_quiet` of it (the CPU of its threads, from /proc, for a
+    # server the driver started; a remote one's /pools reports jit_compile_seconds; None: do not
+    # wait for it). Two rounds can agree by chance while the JIT is still speeding the server up.
     # warmup_max_rounds = 1: a single round, no settling (a step measured right after another
     # that warmed the server up; the round still calibrates it).
     warmup_settled: float = 0.10

@@ -47,9 +47,11 @@ SHOWN_COMPILER_SHARE = 0.01
 
 
 def compiler_share(calibration: dict) -> float:
-    """The share of the server's cores the JIT compiler took in the calibration round, which the
-    server-CPU bound leaves out (0 where the driver could not read it)."""
-    return min(max(calibration.get("jit_share") or 0.0, 0.0), MAX_COMPILER_SHARE)
+    """The JIT compiler's lasting use of the server's cores, in cores (CPU seconds per second; the
+    least of the calibrating rounds, pul.run), which the server-CPU bound leaves out: at most
+    MAX_COMPILER_SHARE of them, 0 where the driver could not read it."""
+    cores = calibration.get("server_cores") or 1
+    return min(max(calibration.get("jit_share") or 0.0, 0.0), MAX_COMPILER_SHARE * cores)
 
 
 def cpu_bound(cores: float, cpu_ms: float) -> float:
@@ -80,12 +82,12 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
         # The JIT compiler's threads share the server's cores: what they took of the calibration
         # round (right before the measured run, at its settings) is not there to serve requests.
         compiler = compiler_share(calibration)
-        serving_cores = server_cores * (1 - compiler)
+        serving_cores = server_cores - compiler
         bounds[SERVER_CPU] = round(cpu_bound(serving_cores, server_ms), 1)
         why[SERVER_CPU] = _arithmetic(server_cores, server_ms, "server")
         if compiler >= SHOWN_COMPILER_SHARE:
-            why[SERVER_CPU] = (f"{server_cores:g} core{'s' if server_cores != 1 else ''} x (1 - {compiler:.2f} "
-                               f"the JIT compiler's) / {server_ms:.3g} ms of server CPU per request")
+            why[SERVER_CPU] = (f"({server_cores:g} core{'s' if server_cores != 1 else ''} - {compiler:.2f} of a "
+                               f"core the JIT compiler's) / {server_ms:.3g} ms of server CPU per request")
     load_ms, load_cores = calibration.get("load_cpu_ms"), calibration.get("load_cores")
     shared = prediction.facts.get(SHARED_DATABASE)
     shared_ms = calibration.get("load_cores_cpu_ms")

@@ -143,11 +143,11 @@ def queueing_sentence(v: dict) -> str:
     if model.IN_FLIGHT not in bounds or model.SERVER_CPU not in bounds or not cpu_ms or not wait_ms:
         return ""
     cores = calibration.get("server_cores") or 1
-    # The compiler's share of the core serves no request: each request's CPU takes that much longer.
-    compiler = model.compiler_share(calibration)
-    demand = cpu_ms / (1 - compiler)
+    # The compiler's part of the cores serves no request: each request's CPU takes that much longer.
+    compiler = model.compiler_share({**calibration, "server_cores": cores})
+    demand = cpu_ms * cores / (cores - compiler)
     rate = model.mean_value_analysis(v["concurrency"], wait_ms + demand, demand, cores)
-    left = (f", on the {1 - compiler:.0%} of the core the JIT compiler left"
+    left = (f", on the {1 - compiler / cores:.0%} of the core{'s' if cores != 1 else ''} the JIT compiler left"
             if compiler >= model.SHOWN_COMPILER_SHARE else "")
     return (f" With queueing for the core{'s' if cores != 1 else ''} (mean-value analysis: {v['concurrency']} "
             f"requests in flight, each waiting {wait_ms:g} ms and using {cpu_ms:.3g} ms of the server's CPU"

@@ -200,6 +200,15 @@ def _release_compiler(server) -> bool:
     return bool(release and release())
 
 
+def _pin_compiler_back(server) -> None:
+    """After a failed warm-up: pin the compiler threads back with the server, without an error in
+    doing so hiding the one that ended the warm-up (the server is stopped next either way)."""
+    pin = getattr(server, "pin_compiler", None)
+    if pin:
+        with contextlib.suppress(ServerFailed):
+            pin()
+
+
 # While the compiler roams, a warm-up round's JIT share below this puts it back with the server
 # for the rounds that follow (the step's own warmup_jit_quiet where it has one).
 PIN_BACK_JIT_SHARE = 0.10
@@ -227,8 +236,11 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     compiler_cpu = _compiler_cpu(server) is not None
     jit_mark = _jit_seconds(server, step) if step.warmup_jit_quiet is not None or compiler_cpu else None
     pin_back_at = step.warmup_jit_quiet if step.warmup_jit_quiet is not None else PIN_BACK_JIT_SHARE
-    roaming = not single and compiler_cpu and _release_compiler(server)
+    moved = not single and compiler_cpu
+    roaming = False
     try:
+        # Inside the try: a failure partway through moving the threads still pins them back.
+        roaming = moved and _release_compiler(server)
         for round_number in range(1, step.warmup_max_rounds + 1):
             what = "calibration round" if single else f"warm-up round {round_number}"
             progress.step(f"{step.name}: {what} ({_round_seconds(step, options.time_limit)} s at most, c={step.concurrency})"
@@ -279,9 +291,12 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
                 this_round["compile_wait_s"] = _let_the_compiler_finish(server, progress, step.name)
                 # The next round's share counts only what its own load makes the compiler do.
                 jit_mark = _jit_seconds(server, step)
-    finally:
-        if roaming:
-            server.pin_compiler()
+    except BaseException:
+        if moved:
+            _pin_compiler_back(server)
+        raise
+    if roaming:
+        server.pin_compiler()
     last = ", ".join(f"{r['requests_per_sec']:,.0f}" for r in rounds[-3:])
     progress.note(f"{step.name}: the warm-up did not settle in {step.warmup_max_rounds} rounds "
                   f"(last rounds: {last} req/s); measuring anyway, the results record it")
@@ -323,7 +338,8 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
             own += (extra or {}).get("rounds", [])
         rounds += own
         chosen = median_round(own)
-    last = [r for r in rounds[-max(2, step.calibration_rounds):] if r.get("server_cpu_ms") is not None]
+    last = [r for r in rounds if not r.get("compiler_roamed")][-max(2, step.calibration_rounds):]
+    last = [r for r in last if r.get("server_cpu_ms") is not None]
     if not last:
         return None
     chosen = chosen or last[-1]
@@ -348,7 +364,10 @@ def _lasting_compiler_share(rounds: list[dict]) -> float | None:
     least of the calibrating rounds run with it pinned. A burst of compiles in one round that
     the next does not repeat is over (lab 05's c=1 calibrated 29% in one of three rounds, and
     its measured run had none); a share that every round shows goes on."""
-    shares = [r["jit_share"] for r in rounds if r.get("jit_share") is not None and not r.get("compiler_roamed")]
+    # Only where the driver read the compiler threads' CPU (jit_cpu_ms): a remote server's share is
+    # its compile time from /pools, elapsed rather than CPU, and its server CPU includes it.
+    shares = [r["jit_share"] for r in rounds
+              if r.get("jit_share") is not None and "jit_cpu_ms" in r and not r.get("compiler_roamed")]
     return min(shares) if shares else None
 
 

@@ -384,19 +384,31 @@ class Server:
         is measured."""
         if self.server_cpus is None or self.child is None or START_CPUS == set(parse_cpu_list(self.server_cpus)):
             return False
-        return self._place_compiler(set(START_CPUS)) > 0
+        self._place_compiler(set(START_CPUS))
+        return bool(self._compiler_tasks())
 
-    def pin_compiler(self) -> None:
-        """Pin the JIT compiler threads back to the server's cores (see release_compiler)."""
-        if self.server_cpus is not None:
-            self._place_compiler(parse_cpu_list(self.server_cpus))
+    def pin_compiler(self, passes: int = 20) -> None:
+        """Pin the JIT compiler threads back to the server's cores (see release_compiler), in
+        passes until one finds nothing left to move: a compiler thread that starts another one
+        during a pass may have given it the roaming mask."""
+        if self.server_cpus is None:
+            return
+        cpus = parse_cpu_list(self.server_cpus)
+        for _ in range(passes):
+            if not self._place_compiler(cpus):
+                return
+        raise ServerFailed(f"the server's JIT compiler threads could not all be pinned to CPU "
+                           f"{describe_cpus(cpus)} in {passes} passes")
 
     def _place_compiler(self, cpus: set[int]) -> int:
-        """Set the compiler threads' CPUs; how many threads. A thread the JVM starts later copies
-        the mask of the compiler thread that starts it (sched_setaffinity(2))."""
+        """Set the compiler threads' CPUs; how many threads it moved (those already there are
+        left alone). A thread the JVM starts later copies the mask of the compiler thread that
+        starts it (sched_setaffinity(2))."""
         placed = 0
         for task in self._compiler_tasks():
             try:
+                if os.sched_getaffinity(int(task.name)) == cpus:
+                    continue
                 os.sched_setaffinity(int(task.name), cpus)
                 placed += 1
             except ProcessLookupError:

@@ -32,10 +32,13 @@ def test_the_jit_compilers_share_of_the_core_serves_no_requests():
     prediction = model.combine(Prediction(None, "none"), {**ONE_CORE, "server_cpu_ms": 0.698, "jit_share": 0.15}, 50)
     assert prediction.bound_by == model.SERVER_CPU
     assert prediction.requests_per_sec == pytest.approx(0.85 / 0.000698, rel=1e-3)
-    assert "1 core x (1 - 0.15 the JIT compiler's) / 0.698 ms" in prediction.explanation
+    assert "(1 core - 0.15 of a core the JIT compiler's) / 0.698 ms" in prediction.explanation
     # A quiet compiler leaves the plain arithmetic; an absurd share still leaves a bound.
     quiet = model.combine(Prediction(None, "none"), {**ONE_CORE, "jit_share": 0.004}, 50)
     assert "JIT" not in quiet.explanation
+    # On four cores, half a core of compiling leaves 3.5 of them.
+    four = model.combine(Prediction(None, "none"), {**ONE_CORE, "server_cores": 4, "jit_share": 0.5}, 50)
+    assert four.bounds[model.SERVER_CPU] == pytest.approx(3.5 / 0.00073, rel=1e-3)
     busy = model.combine(Prediction(None, "none"), {**ONE_CORE, "jit_share": 1.7}, 50)
     assert busy.requests_per_sec == pytest.approx((1 - model.MAX_COMPILER_SHARE) / 0.00073, rel=1e-3)
 

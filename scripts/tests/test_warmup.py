@@ -255,12 +255,16 @@ def test_the_bound_keeps_only_the_compiler_share_every_calibrating_round_shows(m
 
     def fake_warm_up(*_args, **_kwargs):
         return {"settled": True, "rounds": [{"requests_per_sec": 2500, "complete": 5000, "server_cpu_ms": 0.4,
-                                              "load_cpu_ms": 0.1, "jit_share": shares.pop(0)}]}
+                                              "load_cpu_ms": 0.1, "jit_share": shares.pop(0), "jit_cpu_ms": 0.01}]}
 
     monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
     found = run_module.calibration(None, _step(calibration_rounds=3), SimpleNamespace(cpu_source="proc"),
                                    run_module.RunOptions(), {"load_cpus": None}, Path("/nonexistent"), None,
                                    Progress(quiet=True), None, False, {"available_processors": 1})
     assert found["jit_share"] == 0.01
-    assert run_module._lasting_compiler_share([{"jit_share": 0.3, "compiler_roamed": True}, {"jit_share": 0.15}]) == 0.15
+    read = {"jit_cpu_ms": 0.05}
+    assert run_module._lasting_compiler_share([{"jit_share": 0.3, "compiler_roamed": True, **read},
+                                               {"jit_share": 0.15, **read}]) == 0.15
     assert run_module._lasting_compiler_share([{"requests_per_sec": 1}]) is None
+    # A remote server's share is its elapsed compile time from /pools, and its CPU includes it.
+    assert run_module._lasting_compiler_share([{"jit_share": 0.9}]) is None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from pul import report
 from pul.testing import by_name, run_lab, this_lab
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
@@ -95,8 +94,6 @@ def test_the_jvm_sized_common_pool_meets_the_bound_the_model_names(smoke):
     # Then it must still land near the bound, as lab 05 holds one echo step to.
     low, high = BAND if v["warmup"]["settled"] else UNSETTLED
     assert low <= v["measured_over_predicted"] <= high, v
-    if not BAND[0] <= v["measured_over_predicted"] <= BAND[1]:
-        assert "its warm-up had not settled" in report.band_note(v), report.band_note(v)
 
 
 def test_ordering(smoke):

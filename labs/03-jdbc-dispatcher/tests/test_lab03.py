@@ -40,6 +40,8 @@ from pul.testing import given_results  # noqa: E402
 pytestmark = pytest.mark.slow
 
 POOLS = (4, 16, 32, 64)
+# How far above its convoy bound a lockstep step may land (see check_the_sweep).
+LOCKSTEP_HIGH = 1.20
 # Lockstep costs most near the corner (chapter 3, exercise 4): about 16 connections on the
 # machines seen so far (3-5 ms of PostgreSQL CPU per request); further past it, the convoy
 # costs less (at 32, 69% of the varied waits here but 90% on a slower CI machine).
@@ -150,12 +152,17 @@ def check_the_sweep(data: dict) -> None:
     # Near the corner (the threads' bound would keep PostgreSQL's core more than half busy) the
     # queries start to queue for that core, and a threads-bound step lands below its bound: pool=16
     # measured 0.77 on a fresh CI machine, with PostgreSQL's CPU per request 4.75 ms against the
-    # 3.55 ms its calibration found. There the bound holds from above only.
+    # 3.55 ms its calibration found. There the bound holds from above only. The convoy is the worst
+    # case, every connection back at the same moment; wake-ups and the network loosen it a little
+    # (exercise 3-6), so lockstep may land up to a fifth above it: 0.99-1.06 in three default runs,
+    # 1.11 in a smoke run on a fresh CI machine. A model that missed the convoy would predict the
+    # smooth plateau, 2-3x higher, and land far below the band.
     for v in [by_pool[n] for n in POOLS if by_pool[n]["bound_by"] == "threads"] + lockstep:
         bound_busy = v["predicted_requests_per_sec"] * v["extra"]["postgres_cpu_ms_per_query"] / 1000 \
             / v["extra"]["postgres_cores"]
         low = 0.85 if v in lockstep or bound_busy <= 0.5 else 0.0
-        assert low <= v["measured_over_predicted"] <= 1.10, (v["name"], round(bound_busy, 2), v["bounds"],
+        high = LOCKSTEP_HIGH if v in lockstep else 1.10
+        assert low <= v["measured_over_predicted"] <= high, (v["name"], round(bound_busy, 2), v["bounds"],
                                                              v["requests_per_sec"])
     assert by_pool[4]["bound_by"] == "threads", by_pool[4]["bounds"]
     assert lockstep[0]["bound_by"] == "database CPU" and "in lockstep" in lockstep[0]["prediction"], lockstep[0]
