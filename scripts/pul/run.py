@@ -295,8 +295,7 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
         if moved:
             _pin_compiler_back(server)
         raise
-    if roaming:
-        server.pin_compiler()
+    # Not roaming here: the loop pins the compiler back before its last round.
     last = ", ".join(f"{r['requests_per_sec']:,.0f}" for r in rounds[-3:])
     progress.note(f"{step.name}: the warm-up did not settle in {step.warmup_max_rounds} rounds "
                   f"(last rounds: {last} req/s); measuring anyway, the results record it")

@@ -222,6 +222,24 @@ def jvm_options(server_cpus: str | None) -> tuple[str, ...]:
     return (*Server.JVM_OPTIONS, f"-XX:ActiveProcessorCount={len(parse_cpu_list(server_cpus))}")
 
 
+def _move_threads(tids: list[int], cpus: set[int], what: str) -> tuple[int, int]:
+    """Set the CPUs of each of these threads still alive to `cpus`: (threads seen, threads that
+    were elsewhere and moved). `what` names them in an error ("thread", "JIT compiler thread")."""
+    seen = moved = 0
+    for tid in tids:
+        try:
+            if os.sched_getaffinity(tid) != cpus:
+                os.sched_setaffinity(tid, cpus)
+                moved += 1
+            seen += 1
+        except ProcessLookupError:
+            continue  # a thread that ended meanwhile
+        except OSError as error:
+            raise ServerFailed(f"the server's {what} {tid} could not be pinned to CPU "
+                               f"{describe_cpus(cpus)}: {error.strerror or error}")
+    return seen, moved
+
+
 def pin_group(pgid: int, cpus: set[int], passes: int = 50) -> int:
     """Pin every thread of every process in a process group to `cpus`; the number of threads.
 
@@ -235,17 +253,9 @@ def pin_group(pgid: int, cpus: set[int], passes: int = 50) -> int:
                 tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
             except OSError:
                 continue
-            for tid in tids:
-                try:
-                    if os.sched_getaffinity(tid) != cpus:
-                        os.sched_setaffinity(tid, cpus)
-                        changed += 1
-                    threads += 1
-                except ProcessLookupError:
-                    continue  # a thread that ended meanwhile
-                except OSError as error:
-                    raise ServerFailed(f"the server's thread {tid} could not be pinned to CPU "
-                                       f"{describe_cpus(cpus)}: {error.strerror or error}")
+            seen, moved = _move_threads(tids, cpus, "thread")
+            threads += seen
+            changed += moved
         if not changed:
             return threads
     raise ServerFailed(f"the server's threads could not all be pinned to CPU {describe_cpus(cpus)} "
@@ -401,22 +411,11 @@ class Server:
                            f"{describe_cpus(cpus)} in {passes} passes")
 
     def _place_compiler(self, cpus: set[int]) -> int:
-        """Set the compiler threads' CPUs; how many threads it moved (those already there are
-        left alone). A thread the JVM starts later copies the mask of the compiler thread that
-        starts it (sched_setaffinity(2))."""
-        placed = 0
-        for task in self._compiler_tasks():
-            try:
-                if os.sched_getaffinity(int(task.name)) == cpus:
-                    continue
-                os.sched_setaffinity(int(task.name), cpus)
-                placed += 1
-            except ProcessLookupError:
-                continue  # a compiler thread the JVM ended meanwhile
-            except OSError as error:
-                raise ServerFailed(f"the server's JIT compiler thread {task.name} could not be moved to "
-                                   f"CPU {describe_cpus(cpus)}: {error.strerror or error}")
-        return placed
+        """Set the compiler threads' CPUs; how many it moved (those already there stay). A thread
+        the JVM starts later copies the mask of the compiler thread that starts it
+        (sched_setaffinity(2))."""
+        tids = [int(task.name) for task in self._compiler_tasks()]
+        return _move_threads(tids, cpus, "JIT compiler thread")[1]
 
     def log_tail(self, lines: int = 25) -> str:
         return _tail(self.log_path, lines)
