@@ -6,7 +6,9 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
+import sys
 from pathlib import Path
 
 
@@ -75,6 +77,47 @@ class StealMeter:
             return None
         total = sum(end) - sum(self.start)
         return round((end[7] - self.start[7]) / total, 4) if total > 0 else None
+
+
+# How steady the machine's speed is, measured: a fixed loop on the server's core, counted in short
+# samples. On a virtual machine the host may run a vCPU at a fraction of its speed for a moment (a
+# neighbour on the same physical core), which no counter in the guest shows (steal stays at 0 on the
+# reference machine) but every measured rate does.
+STEADINESS_SECONDS = 2.0
+STEADINESS_SAMPLE_SECONDS = 0.1
+_SPIN = """
+import os, sys, time
+cpus, seconds, sample = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+if cpus:
+    os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+end = time.perf_counter() + seconds
+while time.perf_counter() < end:
+    start, count = time.perf_counter(), 0
+    while time.perf_counter() - start < sample:
+        for _ in range(1000):
+            count += 1
+    print(count, flush=True)
+"""
+
+
+def steadiness(cpus: list[int] | None, seconds: float = STEADINESS_SECONDS,
+               sample: float = STEADINESS_SAMPLE_SECONDS) -> dict | None:
+    """A fixed loop's speed on these cores, in samples of `sample` seconds over `seconds`, as
+    shares of its fastest sample: the median and the least. None where it could not run."""
+    command = [sys.executable, "-c", _SPIN, ",".join(map(str, cpus or [])), str(seconds), str(sample)]
+    try:
+        # Ends by itself within `seconds`; run() kills it on Ctrl-C or a timeout.
+        out = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                             timeout=seconds + 30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    counts = [int(line) for line in out.split() if line.isdigit()]
+    if len(counts) < 2 or max(counts) <= 0:
+        return None
+    best = max(counts)
+    return {"samples": len(counts), "sample_s": sample,
+            "median_share": round(statistics.median(counts) / best, 3),
+            "least_share": round(min(counts) / best, 3)}
 
 
 def load_average() -> float:

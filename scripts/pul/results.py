@@ -222,4 +222,16 @@ def machine_line(results: dict) -> str:
     mode = f"; {results['mode']} mode" if results.get("mode") else ""
     return (f"Measured {results['started_at'][:10]} on {m['cpu_model']} ({m['cores']} cores, "
             f"{m['memory_gib']} GiB), {m['os']}, {m['jdk']}, Play {m['play']}, ab {m['ab']}; {pinning}{gc}; "
-            f"load average {m['load_average_at_start']} at start{mode}.")
+            f"load average {m['load_average_at_start']} at start{steadiness_clause(m)}{mode}.")
+
+
+def steadiness_clause(m: dict) -> str:
+    """How steady the server's core was around the run (machine.steadiness), for the machine line:
+    the least and the median sample speed, as shares of the fastest."""
+    probes = [p for p in ((m.get("steadiness") or {}).get(when) for when in ("before", "after")) if p]
+    if not probes:
+        return ""
+    least = min(p["least_share"] for p in probes)
+    median = min(p["median_share"] for p in probes)
+    return (f"; a fixed loop on the server's core, timed in {probes[0]['sample_s']:g}-s samples before and after "
+            f"the run, ran at {least:.0%} of its fastest at worst, {median:.0%} at the median")

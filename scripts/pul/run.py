@@ -671,7 +671,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
             if busy:
                 progress.note("warning: " + busy)
             measuring_since = results.utc_now()
-            pools, variants = _measure_all(lab, params, steps, options, pin, remote, where, children, progress)
+            pools, variants, steadiness = _measure_all(lab, params, steps, options, pin, remote, where, children,
+                                                       progress)
     except BaseException:
         # A run that did not finish leaves no raw output beside the committed run's (Ctrl-C, a failure).
         shutil.rmtree(where.raw_dir, ignore_errors=True)
@@ -693,6 +694,7 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         "machine": {**machine.facts(lab.dir, pin, found.get("ab"), load_at_start),
                     # The JVM as the server saw it: its cores (/pools) and what HotSpot chose.
                     "server_available_processors": pools.get("available_processors"),
+                    "steadiness": steadiness,
                     "server_jvm": None if remote else machine.jvm_flags("java", list(jvm_options(pin["server_cpus"])))},
         # "default" (a workshop's few minutes) or "thorough" (the lab's longer run, for the book).
         "mode": params.get("mode", "default"),
@@ -760,7 +762,8 @@ UNTIMED_RUN_SECONDS = 6
 def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
     """The run's phases and their expected seconds, for the time left (pul.progress.Eta): warm-up
     rounds at their minimum count, one calibration round where a group has several steps."""
-    phases: list[tuple[str, float]] = []
+    probe = [] if options.target else [("steadiness", machine.STEADINESS_SECONDS)]
+    phases: list[tuple[str, float]] = list(probe)
     for number, (_, group) in enumerate(group_by_server(steps)):
         phases.append((f"start {number}", SERVER_START_SECONDS))
         for step in group:
@@ -778,14 +781,16 @@ def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
                 phases.append((f"measure {step.name}" + (f" #{repetition}" if interleaved else ""),
                                run_seconds * (1 if interleaved else step.repeat) * len(step.load_tools)
                                + (_round_seconds(step, UNTIMED_RUN_SECONDS) if calibrating else 0)))
-    return phases
+    return phases + [(f"{name} again", seconds) for name, seconds in probe]
 
 
 def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions, pin: dict,
                  remote: RemoteServer | None, where: Where, children: Children,
-                 progress: Progress) -> tuple[dict, list[dict]]:
+                 progress: Progress) -> tuple[dict, list[dict], dict | None]:
     """Build, start the services, then one server per set-up: warm up and measure its steps.
-    Returns the first server's /pools report and one record per step."""
+    Returns the first server's /pools report, one record per step, and how steady the server's
+    core was right before the first server and right after the last (machine.steadiness; None
+    against a remote server, whose cores the driver cannot reach)."""
     # A remote server's build and services (lab 03's database) belong to its machine.
     script = None if remote else build(lab.dir, children, progress, force=options.rebuild)
     started_services = (contextlib.nullcontext(Services()) if remote
@@ -793,7 +798,14 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
     variants: list[dict] = []
     first_pools: dict = {}
     eta = Eta(plan(steps, options))
+    server_cpus = parse_cpu_list(pin["server_cpus"]) if pin["server_cpus"] is not None else None
+    steadiness = None
     with started_services as services:
+        if not remote:
+            # With nothing of the run's own on the core: after the build, before any server.
+            eta.begin("steadiness")
+            progress.step(f"how steady this machine's core is: a fixed loop for {machine.STEADINESS_SECONDS:g} s")
+            steadiness = {"before": machine.steadiness(server_cpus)}
         for number, (setup, group) in enumerate(group_by_server(steps)):
             eta.begin(f"start {number}")
             server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
@@ -808,7 +820,11 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
                                            children, progress, eta)
             finally:
                 server.stop(children)
-    return first_pools, variants
+        if steadiness is not None:
+            eta.begin("steadiness again")
+            progress.step(f"how steady this machine's core is now: a fixed loop for {machine.STEADINESS_SECONDS:g} s")
+            steadiness["after"] = machine.steadiness(server_cpus)
+    return first_pools, variants, steadiness
 
 
 def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: Services, pools: dict,

@@ -1,0 +1,49 @@
+"""How steady the server's core is: a fixed loop timed in short samples before and after a run,
+recorded with the machine and named in the machine line."""
+
+from __future__ import annotations
+
+import os
+
+from pul import machine, results
+from pul import run as run_module
+from pul.lab import Step
+
+
+def test_a_fixed_loop_reports_its_samples_as_shares_of_the_fastest():
+    cpu = sorted(os.sched_getaffinity(0))[:1]
+    probe = machine.steadiness(cpu, seconds=0.5, sample=0.05)
+    assert probe is not None and probe["sample_s"] == 0.05
+    # About ten samples in half a second; the loop checks the clock every thousand iterations.
+    assert 5 <= probe["samples"] <= 12, probe
+    assert 0 < probe["least_share"] <= probe["median_share"] <= 1, probe
+
+
+def test_a_loop_that_cannot_run_records_nothing(monkeypatch):
+    monkeypatch.setattr(machine.sys, "executable", "/nonexistent/python3")
+    assert machine.steadiness([0], seconds=0.2) is None
+
+
+def _line(steadiness) -> str:
+    data = {"started_at": "2026-11-27T20:00:00Z", "mode": "default", "target": None,
+            "machine": {"cpu_model": "AMD EPYC", "cores": 2, "memory_gib": 23.5, "os": "Debian", "jdk": "17",
+                        "play": "2.9.11", "ab": "2.3", "pinning": {"server_cpus": "0", "load_cpus": "1"},
+                        "load_average_at_start": 0.5, "steadiness": steadiness}}
+    return results.machine_line(data)
+
+
+def test_the_machine_line_names_the_worst_sample_and_median_of_either_probe():
+    probe = {"samples": 20, "sample_s": 0.1, "median_share": 0.97, "least_share": 0.81}
+    line = _line({"before": probe, "after": {**probe, "median_share": 0.9, "least_share": 0.52}})
+    assert "timed in 0.1-s samples before and after the run, ran at 52% of its fastest at worst, 90% at the " \
+           "median" in line
+    # A remote server's run, or one made before the probe existed, has no clause.
+    assert "fixed loop" not in _line(None) and "fixed loop" not in _line({"before": None, "after": None})
+
+
+def test_the_plan_counts_the_probe_before_and_after_and_not_for_a_remote_server():
+    steps = [Step(name="a", endpoint="status", concurrency=1, requests=10, warmup_requests=0)]
+    local = [key for key, _ in run_module.plan(steps, run_module.RunOptions())]
+    assert local[0] == "steadiness" and local[-1] == "steadiness again"
+    remote = [key for key, _ in run_module.plan(steps, run_module.RunOptions(target="http://10.0.0.2:9000"))]
+    assert "steadiness" not in remote and "steadiness again" not in remote
