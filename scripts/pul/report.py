@@ -181,7 +181,8 @@ def band_reasons(v: dict) -> str:
     busy = _busy(v)
     compiler = v.get("jit_share") if v.get("bound_by") == model.SERVER_CPU else None
     return ((f"; the {v['bound_by']} was {busy:.0%} busy" if busy is not None else "")
-            + (f", {compiler:.0%} of it the JIT compiler's" if compiler and compiler >= 0.005 else "")
+            + (f", {compiler:.0%} of it the JIT compiler's"
+               if compiler and compiler >= model.SHOWN_COMPILER_SHARE else "")
             + ("; its warm-up had not settled, so the calibration before it was not the server's steady state"
                if (v.get("warmup") or {}).get("settled") is False else "")
             + _calibration_outlier(v) + _serving_drift(v))

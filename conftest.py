@@ -1,0 +1,3 @@
+"""Loaded by pytest for every test under the repository (pytest.ini is here)."""
+
+pytest_plugins = ["pul.pytest_signals"]

@@ -1,0 +1,50 @@
+"""A test session stopped by SIGTERM or SIGHUP cleans up as after Ctrl-C (pul.pytest_signals)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[1]
+
+# A test that makes a scratch folder, says where, and waits inside it to be stopped.
+SLEEPER = textwrap.dedent("""
+    import os, pathlib, tempfile, time
+
+    def test_waits_in_a_scratch_folder():
+        with tempfile.TemporaryDirectory() as scratch:
+            pathlib.Path(os.environ["SCRATCH_NOTE"]).write_text(scratch)
+            time.sleep(60)
+""")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stopped_session_removes_what_its_test_made(tmp_path, stop):
+    (tmp_path / "test_sleeper.py").write_text(SLEEPER)
+    note = tmp_path / "scratch.txt"
+    session = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "pul.pytest_signals",
+                                "-p", "no:cacheprovider", str(tmp_path / "test_sleeper.py")],
+                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(SCRIPTS),
+                                                  "SCRATCH_NOTE": str(note)},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not note.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        scratch = Path(note.read_text())
+        assert scratch.is_dir()
+        session.send_signal(stop)
+        output, _ = session.communicate(timeout=30)
+    finally:
+        if session.poll() is None:
+            session.kill()
+    assert not scratch.exists(), output
+    # pytest's code for a session the user interrupted.
+    assert session.returncode == pytest.ExitCode.INTERRUPTED, output
