@@ -83,7 +83,7 @@ class StealMeter:
 # samples. On a virtual machine the host may run a vCPU at a fraction of its speed for a moment (a
 # neighbour on the same physical core), which no counter in the guest shows (steal stays at 0 on the
 # reference machine) but every measured rate does.
-STEADINESS_SECONDS = 2.0
+STEADINESS_SECONDS = 1.0
 STEADINESS_SAMPLE_SECONDS = 0.1
 _SPIN = """
 import os, sys, time

@@ -52,6 +52,9 @@ class RunOptions:
     # The options as typed that choose the server's set-up (lab options, --set): for the
     # `scripts/lab serve` commands a --target run prints for the steps it has to skip.
     setup_options: tuple[str, ...] = ()
+    # Time the server's core before and after (machine.steadiness): a record for the results;
+    # `scripts/lab check` leaves it out, its verdict does not need it.
+    steadiness: bool = True
 
 
 def pinning(options: RunOptions) -> dict:
@@ -762,7 +765,7 @@ UNTIMED_RUN_SECONDS = 6
 def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
     """The run's phases and their expected seconds, for the time left (pul.progress.Eta): warm-up
     rounds at their minimum count, one calibration round where a group has several steps."""
-    probe = [] if options.target else [("steadiness", machine.STEADINESS_SECONDS)]
+    probe = [("steadiness", machine.STEADINESS_SECONDS)] if options.steadiness and not options.target else []
     phases: list[tuple[str, float]] = list(probe)
     for number, (_, group) in enumerate(group_by_server(steps)):
         phases.append((f"start {number}", SERVER_START_SECONDS))
@@ -801,7 +804,7 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
     server_cpus = parse_cpu_list(pin["server_cpus"]) if pin["server_cpus"] is not None else None
     steadiness = None
     with started_services as services:
-        if not remote:
+        if options.steadiness and not remote:
             # With nothing of the run's own on the core: after the build, before any server.
             eta.begin("steadiness")
             progress.step(f"how steady this machine's core is: a fixed loop for {machine.STEADINESS_SECONDS:g} s")

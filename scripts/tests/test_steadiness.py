@@ -47,3 +47,25 @@ def test_the_plan_counts_the_probe_before_and_after_and_not_for_a_remote_server(
     assert local[0] == "steadiness" and local[-1] == "steadiness again"
     remote = [key for key, _ in run_module.plan(steps, run_module.RunOptions(target="http://10.0.0.2:9000"))]
     assert "steadiness" not in remote and "steadiness again" not in remote
+
+
+def test_a_run_without_the_probe_plans_none_and_the_exercise_checks_leave_it_out(monkeypatch):
+    steps = [Step(name="a", endpoint="status", concurrency=1, requests=10, warmup_requests=0)]
+    keys = [key for key, _ in run_module.plan(steps, run_module.RunOptions(steadiness=False))]
+    assert not any(key.startswith("steadiness") for key in keys)
+    seen = {}
+
+    def fake_run(lab, params, options, argv):
+        seen["options"] = options
+        raise StopIteration
+
+    # Everything but the measurement of one of lab 01's exercises, as `scripts/lab check` runs it.
+    from pul import exercises, lab as lab_module
+    driver = lab_module.resolve("01")
+    exercise = exercises.load(driver)[0]
+    monkeypatch.setattr(exercises, "run", fake_run)
+    try:
+        exercises.run_exercise(exercise, driver, quiet=True)
+    except StopIteration:
+        pass
+    assert seen["options"].steadiness is False
