@@ -102,11 +102,12 @@ while time.perf_counter() < end:
 
 def steadiness(cpus: list[int] | None, seconds: float = STEADINESS_SECONDS,
                sample: float = STEADINESS_SAMPLE_SECONDS) -> dict | None:
-    """A fixed loop's speed on these cores, in samples of `sample` seconds over `seconds`, as
-    shares of its fastest sample: the median and the least. None where it could not run."""
+    """A fixed loop's speed on these cores (None: wherever the scheduler puts it), in samples of
+    `sample` seconds over `seconds`: the fastest sample's count, and the median and the least
+    sample as shares of it. None where it could not run."""
     command = [sys.executable, "-c", _SPIN, ",".join(map(str, cpus or [])), str(seconds), str(sample)]
     try:
-        # Ends by itself within `seconds`; run() kills it on Ctrl-C or a timeout.
+        # Ends by itself after about `seconds`; run() kills it on Ctrl-C or a timeout.
         out = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                              timeout=seconds + 30).stdout
     except (OSError, subprocess.TimeoutExpired):
@@ -115,7 +116,9 @@ def steadiness(cpus: list[int] | None, seconds: float = STEADINESS_SECONDS,
     if len(counts) < 2 or max(counts) <= 0:
         return None
     best = max(counts)
-    return {"samples": len(counts), "sample_s": sample,
+    return {"samples": len(counts), "sample_s": sample, "cpus": ",".join(map(str, cpus)) if cpus else None,
+            # Thousands of iterations: lets a reader compare the two probes of a run, or two runs.
+            "fastest_count": best,
             "median_share": round(statistics.median(counts) / best, 3),
             "least_share": round(min(counts) / best, 3)}
 

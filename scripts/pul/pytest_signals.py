@@ -10,4 +10,6 @@ import signal
 
 def pytest_configure(config) -> None:
     for stop in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(stop, signal.default_int_handler)
+        # Ignored when pytest started (`nohup`): the caller wants the session to outlive it.
+        if signal.getsignal(stop) is not signal.SIG_IGN:
+            signal.signal(stop, signal.default_int_handler)

@@ -227,11 +227,15 @@ def machine_line(results: dict) -> str:
 
 def steadiness_clause(m: dict) -> str:
     """How steady the server's core was around the run (machine.steadiness), for the machine line:
-    the least and the median sample speed, as shares of the fastest."""
-    probes = [p for p in ((m.get("steadiness") or {}).get(when) for when in ("before", "after")) if p]
-    if not probes:
+    the slowest sample of the probes that ran, and the lower of their medians, each as a share of
+    its own probe's fastest sample."""
+    found = {when: probe for when, probe in (m.get("steadiness") or {}).items() if probe}
+    if not found:
         return ""
+    probes = list(found.values())
     least = min(p["least_share"] for p in probes)
     median = min(p["median_share"] for p in probes)
-    return (f"; a fixed loop on the server's core, timed in {probes[0]['sample_s']:g}-s samples before and after "
-            f"the run, ran at {least:.0%} of its fastest at worst, {median:.0%} at the median")
+    pinned = (m.get("pinning") or {}).get("server_cpus") is not None
+    where = "on the server's core" if pinned else "on any core"
+    return (f"; a fixed loop {where}, timed in {probes[0]['sample_s']:g}-s samples {' and '.join(found)} the run, "
+            f"ran at {least:.0%} of its fastest at worst, {median:.0%} at the slower median")

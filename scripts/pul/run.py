@@ -765,8 +765,9 @@ UNTIMED_RUN_SECONDS = 6
 def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
     """The run's phases and their expected seconds, for the time left (pul.progress.Eta): warm-up
     rounds at their minimum count, one calibration round where a group has several steps."""
-    probe = [("steadiness", machine.STEADINESS_SECONDS)] if options.steadiness and not options.target else []
-    phases: list[tuple[str, float]] = list(probe)
+    steadiness_phases = ([("steadiness", machine.STEADINESS_SECONDS)] if options.steadiness and not options.target
+                         else [])
+    phases: list[tuple[str, float]] = list(steadiness_phases)
     for number, (_, group) in enumerate(group_by_server(steps)):
         phases.append((f"start {number}", SERVER_START_SECONDS))
         for step in group:
@@ -784,7 +785,7 @@ def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
                 phases.append((f"measure {step.name}" + (f" #{repetition}" if interleaved else ""),
                                run_seconds * (1 if interleaved else step.repeat) * len(step.load_tools)
                                + (_round_seconds(step, UNTIMED_RUN_SECONDS) if calibrating else 0)))
-    return phases + [(f"{name} again", seconds) for name, seconds in probe]
+    return phases + [(f"{name} again", seconds) for name, seconds in steadiness_phases]
 
 
 def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions, pin: dict,
@@ -793,7 +794,8 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
     """Build, start the services, then one server per set-up: warm up and measure its steps.
     Returns the first server's /pools report, one record per step, and how steady the server's
     core was right before the first server and right after the last (machine.steadiness; None
-    against a remote server, whose cores the driver cannot reach)."""
+    against a remote server, whose cores the driver cannot reach, or with RunOptions.steadiness
+    off)."""
     # A remote server's build and services (lab 03's database) belong to its machine.
     script = None if remote else build(lab.dir, children, progress, force=options.rebuild)
     started_services = (contextlib.nullcontext(Services()) if remote
@@ -808,7 +810,7 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
             # With nothing of the run's own on the core: after the build, before any server.
             eta.begin("steadiness")
             progress.step(f"how steady this machine's core is: a fixed loop for {machine.STEADINESS_SECONDS:g} s")
-            steadiness = {"before": machine.steadiness(server_cpus)}
+            steadiness = {"before": _steadiness(server_cpus, progress)}
         for number, (setup, group) in enumerate(group_by_server(steps)):
             eta.begin(f"start {number}")
             server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
@@ -826,8 +828,17 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
         if steadiness is not None:
             eta.begin("steadiness again")
             progress.step(f"how steady this machine's core is now: a fixed loop for {machine.STEADINESS_SECONDS:g} s")
-            steadiness["after"] = machine.steadiness(server_cpus)
+            steadiness["after"] = _steadiness(server_cpus, progress)
     return first_pools, variants, steadiness
+
+
+def _steadiness(cpus: list[int] | None, progress: Progress) -> dict | None:
+    """machine.steadiness, saying so when the loop could not run (the run goes on without it)."""
+    found = machine.steadiness(cpus)
+    if found is None:
+        progress.note("note: could not time a fixed loop on the server's core; the results will not say how "
+                      "steady the machine was")
+    return found
 
 
 def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: Services, pools: dict,

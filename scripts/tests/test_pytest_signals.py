@@ -36,7 +36,8 @@ def test_a_stopped_session_removes_what_its_test_made(tmp_path, stop):
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 30
-        while not note.exists() and time.monotonic() < deadline:
+        # The note is whole once it names a folder (write_text creates the file before it writes).
+        while not (note.exists() and note.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
         scratch = Path(note.read_text())
         assert scratch.is_dir()
@@ -47,4 +48,29 @@ def test_a_stopped_session_removes_what_its_test_made(tmp_path, stop):
             session.kill()
     assert not scratch.exists(), output
     # pytest's code for a session the user interrupted.
+    assert session.returncode == pytest.ExitCode.INTERRUPTED, output
+
+
+def test_a_session_started_with_the_hang_up_ignored_keeps_ignoring_it(tmp_path):
+    (tmp_path / "test_sleeper.py").write_text(SLEEPER)
+    note = tmp_path / "scratch.txt"
+    # As under `nohup`: SIGHUP ignored from the start.
+    session = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "pul.pytest_signals",
+                                "-p", "no:cacheprovider", str(tmp_path / "test_sleeper.py")],
+                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(SCRIPTS),
+                                                  "SCRATCH_NOTE": str(note)},
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (note.exists() and note.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        session.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        assert session.poll() is None, session.communicate()[0]
+        session.send_signal(signal.SIGTERM)
+        output, _ = session.communicate(timeout=30)
+    finally:
+        if session.poll() is None:
+            session.kill()
     assert session.returncode == pytest.ExitCode.INTERRUPTED, output

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from pul import machine, results
 from pul import run as run_module
 from pul.lab import Step
@@ -17,6 +19,7 @@ def test_a_fixed_loop_reports_its_samples_as_shares_of_the_fastest():
     # About ten samples in half a second; the loop checks the clock every thousand iterations.
     assert 5 <= probe["samples"] <= 12, probe
     assert 0 < probe["least_share"] <= probe["median_share"] <= 1, probe
+    assert probe["cpus"] == str(cpu[0]) and probe["fastest_count"] >= 1, probe
 
 
 def test_a_loop_that_cannot_run_records_nothing(monkeypatch):
@@ -24,10 +27,10 @@ def test_a_loop_that_cannot_run_records_nothing(monkeypatch):
     assert machine.steadiness([0], seconds=0.2) is None
 
 
-def _line(steadiness) -> str:
+def _line(steadiness, pinned: bool = True) -> str:
     data = {"started_at": "2026-11-27T20:00:00Z", "mode": "default", "target": None,
             "machine": {"cpu_model": "AMD EPYC", "cores": 2, "memory_gib": 23.5, "os": "Debian", "jdk": "17",
-                        "play": "2.9.11", "ab": "2.3", "pinning": {"server_cpus": "0", "load_cpus": "1"},
+                        "play": "2.9.11", "ab": "2.3", "pinning": {"server_cpus": "0" if pinned else None, "load_cpus": "1" if pinned else None},
                         "load_average_at_start": 0.5, "steadiness": steadiness}}
     return results.machine_line(data)
 
@@ -35,8 +38,11 @@ def _line(steadiness) -> str:
 def test_the_machine_line_names_the_worst_sample_and_median_of_either_probe():
     probe = {"samples": 20, "sample_s": 0.1, "median_share": 0.97, "least_share": 0.81}
     line = _line({"before": probe, "after": {**probe, "median_share": 0.9, "least_share": 0.52}})
-    assert "timed in 0.1-s samples before and after the run, ran at 52% of its fastest at worst, 90% at the " \
-           "median" in line
+    assert "a fixed loop on the server's core, timed in 0.1-s samples before and after the run, ran at 52% of " \
+           "its fastest at worst, 90% at the slower median" in line
+    # Only the probes that ran; a run that was not pinned timed the loop wherever it ran.
+    assert "samples before the run, ran at 81%" in _line({"before": probe, "after": None})
+    assert "a fixed loop on any core" in _line({"before": probe}, pinned=False)
     # A remote server's run, or one made before the probe existed, has no clause.
     assert "fixed loop" not in _line(None) and "fixed loop" not in _line({"before": None, "after": None})
 
@@ -55,17 +61,18 @@ def test_a_run_without_the_probe_plans_none_and_the_exercise_checks_leave_it_out
     assert not any(key.startswith("steadiness") for key in keys)
     seen = {}
 
+    class Measured(Exception):
+        """Stands in for the measurement, once the options are seen."""
+
     def fake_run(lab, params, options, argv):
         seen["options"] = options
-        raise StopIteration
+        raise Measured
 
     # Everything but the measurement of one of lab 01's exercises, as `scripts/lab check` runs it.
     from pul import exercises, lab as lab_module
     driver = lab_module.resolve("01")
     exercise = exercises.load(driver)[0]
     monkeypatch.setattr(exercises, "run", fake_run)
-    try:
+    with pytest.raises(Measured):
         exercises.run_exercise(exercise, driver, quiet=True)
-    except StopIteration:
-        pass
     assert seen["options"].steadiness is False
