@@ -33,6 +33,8 @@ def test_a_stopped_session_removes_what_its_test_made(tmp_path, stop):
                                 "-p", "no:cacheprovider", str(tmp_path / "test_sleeper.py")],
                                cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(SCRIPTS),
                                                   "SCRATCH_NOTE": str(note)},
+                               # Whatever this session inherited (CI under nohup ignores SIGHUP).
+                               preexec_fn=lambda: signal.signal(stop, signal.SIG_DFL),
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 30
