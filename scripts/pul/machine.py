@@ -117,7 +117,7 @@ def steadiness(cpus: list[int] | None, seconds: float = STEADINESS_SECONDS,
         return None
     best = max(counts)
     return {"samples": len(counts), "sample_s": sample, "cpus": ",".join(map(str, cpus)) if cpus else None,
-            # Thousands of iterations: lets a reader compare the two probes of a run, or two runs.
+            # Loop iterations: lets a reader compare the two probes of a run, or two runs.
             "fastest_count": best,
             "median_share": round(statistics.median(counts) / best, 3),
             "least_share": round(min(counts) / best, 3)}

@@ -765,8 +765,7 @@ UNTIMED_RUN_SECONDS = 6
 def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
     """The run's phases and their expected seconds, for the time left (pul.progress.Eta): warm-up
     rounds at their minimum count, one calibration round where a group has several steps."""
-    steadiness_phases = ([("steadiness", machine.STEADINESS_SECONDS)] if options.steadiness and not options.target
-                         else [])
+    steadiness_phases = [("steadiness", machine.STEADINESS_SECONDS)] if _times_steadiness(options) else []
     phases: list[tuple[str, float]] = list(steadiness_phases)
     for number, (_, group) in enumerate(group_by_server(steps)):
         phases.append((f"start {number}", SERVER_START_SECONDS))
@@ -806,11 +805,9 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
     server_cpus = parse_cpu_list(pin["server_cpus"]) if pin["server_cpus"] is not None else None
     steadiness = None
     with started_services as services:
-        if options.steadiness and not remote:
+        if _times_steadiness(options):
             # With nothing of the run's own on the core: after the build, before any server.
-            eta.begin("steadiness")
-            progress.step(f"how steady this machine's core is: a fixed loop for {machine.STEADINESS_SECONDS:g} s")
-            steadiness = {"before": _steadiness(server_cpus, progress)}
+            steadiness = {"before": _steadiness(server_cpus, progress, eta, "steadiness")}
         for number, (setup, group) in enumerate(group_by_server(steps)):
             eta.begin(f"start {number}")
             server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
@@ -826,14 +823,20 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
             finally:
                 server.stop(children)
         if steadiness is not None:
-            eta.begin("steadiness again")
-            progress.step(f"how steady this machine's core is now: a fixed loop for {machine.STEADINESS_SECONDS:g} s")
-            steadiness["after"] = _steadiness(server_cpus, progress)
+            steadiness["after"] = _steadiness(server_cpus, progress, eta, "steadiness again")
     return first_pools, variants, steadiness
 
 
-def _steadiness(cpus: list[int] | None, progress: Progress) -> dict | None:
-    """machine.steadiness, saying so when the loop could not run (the run goes on without it)."""
+def _times_steadiness(options: RunOptions) -> bool:
+    """Whether the run times the server's core (not a remote server's: out of the driver's reach)."""
+    return options.steadiness and not options.target
+
+
+def _steadiness(cpus: list[int] | None, progress: Progress, eta: Eta, phase: str) -> dict | None:
+    """machine.steadiness as the run's `phase` (plan), saying so when the loop could not run (the
+    run goes on without it)."""
+    eta.begin(phase)
+    progress.step(f"how steady this machine's core is: a fixed loop for {machine.STEADINESS_SECONDS:g} s")
     found = machine.steadiness(cpus)
     if found is None:
         progress.note("note: could not time a fixed loop on the server's core; the results will not say how "
