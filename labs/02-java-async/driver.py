@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from pul import model
 from pul.lab import Lab, Prediction, Step
 
 # The JVM property that sizes ForkJoinPool.commonPool(); read once, at JVM start.
@@ -73,9 +74,11 @@ class JavaAsync(Lab):
             if common["threads"] is None:
                 return Prediction(round(step.concurrency / (step.service_ms / 1000.0), 1),
                                   f"parallelism {common['parallelism']}: a new thread per task, "
-                                  f"so {step.concurrency} in flight / {step.service_ms:g} ms", facts,
+                                  f"so {step.concurrency} in flight / {step.service_ms:g} ms",
+                                  {**facts, **model.loop_facts(step.concurrency, step.service_ms)},
                                   bound_by="requests in flight")
-            return replace(super().predict(step, pools, params), facts=facts)
+            prediction = super().predict(step, pools, params)
+            return replace(prediction, facts={**prediction.facts, **facts})
         prediction = super().predict(step, pools, params)
         if step.name == "ws":
             return replace(prediction, explanation=f"no thread waits: {step.concurrency} in flight / "

@@ -33,11 +33,10 @@ import threading
 import time
 from typing import Iterator
 
-from pul import postgres
+from pul import model, postgres
 from pul.checks import parse_cpu_list
 from pul.errors import ServerFailed, UsageError
 from pul.lab import Lab, Prediction, Services, Step
-from pul.model import mean_value_analysis
 from pul.probe import tree_cpu_seconds
 
 MODES = ("default", "thorough")
@@ -348,8 +347,8 @@ class JdbcDispatcher(Lab):
     def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
         """Two bounds, as in every lab: Little's law for the pool, min(c, threads, connections) /
         (time a query holds its connection), and PostgreSQL's CPU, cores / (CPU per query).
-        The prediction is the lower of the two; mean-value analysis (Little's law applied to the
-        queue at PostgreSQL's CPU) adds the curve between them."""
+        The prediction is the lower of the two, or below both near their corner, where pul.model applies
+        mean-value analysis (Little's law for the queue at PostgreSQL's CPU)."""
         threads = pools["pools"][step.pool]["threads"]
         connections = pools["pools"]["connections"]["threads"]
         calibration = pools["calibration"]
@@ -374,8 +373,10 @@ class JdbcDispatcher(Lab):
             "postgres_cpu_ms_per_query": cpu_ms,
             "postgres_cores": cores,
             "postgres_ceiling_requests_per_sec": round(ceiling, 1),
-            "queueing_requests_per_sec": round(mean_value_analysis(in_service, busy_ms, cpu_ms, cores), 1),
         })
+        # Each query in service holds its connection for the wait, then queues for PostgreSQL's core:
+        # pul.model predicts that loop by mean-value analysis, with the CPU its bound counts.
+        facts.update(model.loop_facts(in_service, round(busy_ms - cpu_ms, 3), model.DATABASE_CPU, cores))
         bounds["database CPU"] = round(ceiling, 1)
         # The throwaway cluster runs on the load generator's cores (params()): pul.model adds ab's
         # CPU per request to the database's, since both spend those cores on every request.

@@ -164,7 +164,6 @@ TABLE_COLUMNS = [
 
 SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", STATUS_HEADING)]
 SWEEP_COLUMNS[1] = ("pool (connections = threads)", lambda v: _extra(v, "pool_size"), True)
-SWEEP_COLUMNS.insert(-2, ("with queueing req/s", lambda v: _extra(v, "queueing_requests_per_sec"), True))
 # The default mode: one server has connections for the largest pool; a step's threads bound those in use.
 SHARED_SWEEP_COLUMNS = [*SWEEP_COLUMNS]
 SHARED_SWEEP_COLUMNS[1] = ("pool (threads = most connections in use)", SWEEP_COLUMNS[1][1], True)

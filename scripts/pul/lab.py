@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import tools
+from . import model, tools
 from .labs import LABS_DIR, package_name
 from .errors import LabError, UsageError
 
@@ -230,8 +230,11 @@ class Lab:
             in_service = min(step.concurrency, threads)
             why = f"min({step.concurrency} in flight, {threads} {step.pool} threads)"
             bound_by = "threads" if threads is not None and threads < step.concurrency else "requests in flight"
+        # With every request in flight in service, each waits service_ms and then queues for the
+        # server's CPU: pul.model predicts that loop by mean-value analysis.
+        facts = model.loop_facts(step.concurrency, step.service_ms) if in_service == step.concurrency else {}
         return Prediction(round(in_service / (step.service_ms / 1000.0), 1),
-                          f"{why} / {step.service_ms:g} ms", bound_by=bound_by)
+                          f"{why} / {step.service_ms:g} ms", facts, bound_by=bound_by)
 
     def verify_step(self, step: Step, server, record: dict, services: Services) -> None:
         """After a step is measured: check the server really ran what the step meant to measure

@@ -6,7 +6,10 @@ measured *before* the step's measured run:
 - the server's CPU (the utilisation law): cores the server may use, less the JIT compiler's share
   of them in the calibration, / CPU seconds per request (the compiler's left out);
 - the load generator's CPU: cores the load tool may use / its CPU seconds per request.
-The prediction is the smallest bound; `bound_by` names it. (No bound from the round trip,
+`bound_by` names the smallest bound. The prediction is that bound, except where the lab says its
+requests wait a known time besides their CPU with every one of them in service (QUEUEING): there it
+is the mean-value analysis of that closed loop, queueing for the bound's CPU, which lands below both
+bounds near their corner and approaches the smaller far from it. (No bound from the round trip,
 concurrency / (server + load-generator CPU per request): a server's CPU time includes work off
 the request's path, such as idle dispatcher threads spinning before they park, so with one
 request in flight the core is already busy and the sum is not a bound.)
@@ -15,8 +18,10 @@ request in flight the core is already busy and the sum is not a bound.)
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from .lab import Prediction
+if TYPE_CHECKING:  # pul.lab imports this module
+    from .lab import Prediction
 
 THREADS = "threads"
 CONNECTIONS = "connections"
@@ -34,6 +39,12 @@ SHARED_DATABASE = "database_on_load_cores"
 # waits bring them back to that core together (lab 03's lockstep step), so that each cycle is the
 # wait plus the whole convoy's CPU.
 CONVOY = "convoy"
+
+# A Prediction.facts key: {"in_service", "wait_ms", "at"} of a closed loop in which `in_service`
+# requests, each in service, wait `wait_ms` (a sleep, a downstream call, pg_sleep) and use the CPU of
+# resource `at` (SERVER_CPU or DATABASE_CPU). combine() replaces it with what it predicted from it:
+# {..., "cpu_ms", "cores", "requests_per_sec"}.
+QUEUEING = "queueing"
 
 # The load tools' threads: ab is one thread; wrk runs WRK_THREADS (scripts/lib/bench.sh) of them.
 TOOL_THREADS = {"ab": 1, "wrk": 2}
@@ -126,8 +137,50 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     if not bounds:
         return prediction
     bound_by = min(bounds, key=bounds.get)
-    return replace(prediction, requests_per_sec=bounds[bound_by], bound_by=bound_by, bounds=bounds,
-                   arithmetic=why, explanation=why[bound_by])
+    predicted, explanation, facts = bounds[bound_by], why[bound_by], dict(prediction.facts)
+    queueing = _queueing(prediction.facts.get(QUEUEING), bounds, server_cores,
+                         convoy=bool(prediction.facts.get(CONVOY)) and DATABASE_CPU in bounds)
+    if queueing:
+        facts[QUEUEING] = queueing
+        if queueing["requests_per_sec"] < predicted:
+            predicted = queueing["requests_per_sec"]
+            explanation += "; " + queueing_arithmetic(queueing)
+    elif QUEUEING in facts:
+        del facts[QUEUEING]
+    return replace(prediction, requests_per_sec=predicted, bound_by=bound_by, bounds=bounds,
+                   arithmetic=why, explanation=explanation, facts=facts)
+
+
+def _queueing(loop: dict | None, bounds: dict, server_cores: float | None, convoy: bool) -> dict | None:
+    """The mean-value analysis of a QUEUEING loop at its CPU, from that CPU's bound (cores / the CPU
+    per request it was worked out from, the compiler's share and a shared core's other programs
+    counted), or None where the loop or the bound is missing. A convoy is not a product-form
+    queue: its bound already has its queueing."""
+    if not loop or convoy or loop["at"] not in bounds or not bounds[loop["at"]]:
+        return None
+    cores = loop.get("cores") or (server_cores if loop["at"] == SERVER_CPU else None)
+    if not cores:
+        return None
+    cpu_ms = cores * 1000.0 / bounds[loop["at"]]
+    rate = mean_value_analysis(loop["in_service"], loop["wait_ms"] + cpu_ms, cpu_ms, cores)
+    return {"in_service": loop["in_service"], "wait_ms": loop["wait_ms"], "at": loop["at"],
+            "cpu_ms": round(cpu_ms, 4), "cores": cores, "requests_per_sec": round(rate, 1)}
+
+
+def queueing_arithmetic(queueing: dict) -> str:
+    """'with queueing for the server CPU (mean-value analysis: 50 in service, each waiting 30 ms
+    and using 0.6 ms of its core): 1,492 req/s'."""
+    cores = queueing["cores"]
+    where = "its core" if cores == 1 else f"its {cores:g} cores"
+    return (f"with queueing for the {queueing['at']} (mean-value analysis: {queueing['in_service']} in service, "
+            f"each waiting {queueing['wait_ms']:g} ms and using {queueing['cpu_ms']:.3g} ms of {where}): "
+            f"{queueing['requests_per_sec']:,.0f} req/s")
+
+
+def loop_facts(in_service: int, wait_ms: float, at: str = SERVER_CPU, cores: float | None = None) -> dict:
+    """Prediction.facts for a closed loop whose every request is in service (QUEUEING)."""
+    return {QUEUEING: {"in_service": in_service, "wait_ms": wait_ms, "at": at,
+                       **({"cores": cores} if cores else {})}}
 
 
 def mean_value_analysis(connections: int, busy_ms: float, cpu_ms: float, cores: int = 1) -> float:

@@ -118,40 +118,31 @@ def _number(value: float | None) -> str:
 
 
 def bound_sentence(v: dict) -> str | None:
-    """'java-offloaded: bound by server CPU (1 core / 0.73 ms ... = 1,370 req/s); measured 1,300
-    (0.95), with the server's core 97% busy.' None for a variant without a model."""
+    """'java-offloaded: bound by server CPU (1 core / 0.73 ms ... = 1,370 req/s; with queueing ...:
+    1,300 req/s); measured 1,290 (0.99), with the server's core 97% busy.' None for a variant
+    without a model."""
     if not v.get("bound_by") or not v.get("predicted_requests_per_sec"):
         return None
+    bounds = v.get("bounds") or {}
     why = (v.get("bounds_arithmetic") or {}).get(v["bound_by"], v.get("prediction", ""))
     busy = v.get("server_cpu_utilization")
     outside = band_note(v)
-    return (f"{v['name']}: bound by {v['bound_by']} ({why} = {_number(v['predicted_requests_per_sec'])} req/s); "
-            f"measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f})"
+    return (f"{v['name']}: bound by {v['bound_by']} ({why} = "
+            f"{_number(bounds.get(v['bound_by'], v['predicted_requests_per_sec']))} req/s"
+            + (f"; {model.queueing_arithmetic(_queueing(v))}" if _queueing(v) else "")
+            + f"); measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f})"
             + (f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
                f"{busy:.0%} busy" if busy is not None else "") + "."
-            + (f" Outside the model's band ({BAND[0]:.2f}-{BAND[1]:.2f}){band_reasons(v)}." if outside else "")
-            + queueing_sentence(v))
+            + (f" Outside the model's band ({BAND[0]:.2f}-{BAND[1]:.2f}){band_reasons(v)}." if outside else ""))
 
 
-def queueing_sentence(v: dict) -> str:
-    """Where every request in flight is in service at once (a pool at least that big) and each
-    waits `service_ms` besides its CPU: what queueing for the server's core leaves of the bounds,
-    by mean-value analysis of that closed loop with the CPU calibrated before the run. Near the
-    corner of the two bounds a measurement lands below both, and this says how far."""
-    bounds, calibration = v.get("bounds") or {}, v.get("calibration") or {}
-    cpu_ms, wait_ms = calibration.get("server_cpu_ms"), v.get("service_ms")
-    if model.IN_FLIGHT not in bounds or model.SERVER_CPU not in bounds or not cpu_ms or not wait_ms:
-        return ""
-    cores = calibration.get("server_cores") or 1
-    # The compiler's part of the cores serves no request: each request's CPU takes that much longer.
-    compiler = model.compiler_share({**calibration, "server_cores": cores})
-    demand = cpu_ms * cores / (cores - compiler)
-    rate = model.mean_value_analysis(v["concurrency"], wait_ms + demand, demand, cores)
-    left = (f", on the {1 - compiler / cores:.0%} of the core{'s' if cores != 1 else ''} the JIT compiler left"
-            if compiler >= model.SHOWN_COMPILER_SHARE else "")
-    return (f" With queueing for the core{'s' if cores != 1 else ''} (mean-value analysis: {v['concurrency']} "
-            f"requests in flight, each waiting {wait_ms:g} ms and using {cpu_ms:.3g} ms of the server's CPU"
-            f"{left}), {_number(rate)} req/s; measured {v['requests_per_sec'] / rate:.2f} of that.")
+def _queueing(v: dict) -> dict | None:
+    """The mean-value analysis a variant's prediction is, where queueing set it below its bound."""
+    queueing = (v.get("extra") or {}).get(model.QUEUEING)
+    bound = (v.get("bounds") or {}).get(v.get("bound_by"))
+    if not queueing or bound is None or queueing["requests_per_sec"] >= bound:
+        return None
+    return queueing
 
 
 # The band within which a measurement confirms the bound it is predicted by.
@@ -230,13 +221,14 @@ def _calibration_outlier(v: dict) -> str:
 
 def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
     """The model of a run, for the book: each variant's bounds in requests/s (the one that binds
-    in bold), measured/predicted, then the arithmetic of every binding bound and its calibration."""
+    in bold), the prediction (below that bound where queueing is modelled), measured/predicted,
+    then the arithmetic of every binding bound, its queueing and its calibration."""
     variants = [v for v in results["variants"] if v.get("bounds") and (names is None or v["name"] in names)]
     if not variants:
         return "This run has no model of bounds (it was made before the driver had one).\n"
     resources = [r for r in model.NAMES if any(r in v["bounds"] for v in variants)]
-    lines = ["| variant | " + " | ".join(resources) + " | bound by | measured req/s | measured/predicted |",
-             "|:---|" + "---:|" * len(resources) + ":---|---:|---:|"]
+    lines = ["| variant | " + " | ".join(resources) + " | bound by | predicted req/s | measured req/s | measured/predicted |",
+             "|:---|" + "---:|" * len(resources) + ":---|---:|---:|---:|"]
     for v in variants:
         cells = []
         for resource in resources:
@@ -244,11 +236,15 @@ def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
             cells.append(f"**{value}**" if resource == v.get("bound_by") else value)
         ratio = v.get("measured_over_predicted")
         lines.append(f"| {v['name']} | " + " | ".join(cells) + f" | {v.get('bound_by') or '–'} | "
+                     f"{_number(v['predicted_requests_per_sec'])} | "
                      f"{_number(v['requests_per_sec'])} | {'–' if ratio is None else f'{ratio:.2f}'} |")
     lines.append("")
     for v in variants:
         why = (v.get("bounds_arithmetic") or {}).get(v.get("bound_by"), v.get("prediction", ""))
-        line = f"- **{v['name']}**: {why} = {_number(v['predicted_requests_per_sec'])} req/s"
+        bound = v["bounds"].get(v.get("bound_by"), v["predicted_requests_per_sec"])
+        line = f"- **{v['name']}**: {why} = {_number(bound)} req/s"
+        if _queueing(v):
+            line += f"; {model.queueing_arithmetic(_queueing(v))}"
         calibration = v.get("calibration")
         if calibration and calibration.get("server_cpu_ms") is not None:
             low, high = calibration["server_cpu_ms_spread"]

@@ -11,6 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
+from . import model
 from .procs import RUN_ID_VARIABLE, processes_with_run_id, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,3 +120,16 @@ class Driver:
 
 def by_name(results: dict) -> dict[str, dict]:
     return {v["name"]: v for v in results["variants"]}
+
+
+def model_prediction(v: dict) -> float:
+    """What pul.model predicts from a variant's recorded bounds, worked out again here: the
+    smallest bound, or, where the variant's requests all wait in service (its loop recorded under
+    pul.model.QUEUEING), the mean-value analysis of that loop if it is lower."""
+    predicted = min(v["bounds"].values())
+    loop = (v.get("extra") or {}).get(model.QUEUEING)
+    if loop:
+        rate = model.mean_value_analysis(loop["in_service"], loop["wait_ms"] + loop["cpu_ms"], loop["cpu_ms"],
+                                         loop["cores"])
+        predicted = min(predicted, round(rate, 1))
+    return predicted

@@ -17,10 +17,12 @@ def _lab_prediction(pool: str) -> Prediction:
 
 
 def test_a_pool_bigger_than_the_load_leaves_the_core_to_bind():
-    # Little's law allows 50 / 30 ms = 1,667 req/s; one core at 0.73 ms a request allows 1,370.
+    # Little's law allows 50 / 30 ms = 1,667 req/s; one core at 0.73 ms a request allows 1,370,
+    # and queueing for it leaves less (the tests below).
     prediction = model.combine(_lab_prediction("offload"), ONE_CORE, 50)
     assert prediction.bound_by == model.SERVER_CPU
-    assert prediction.requests_per_sec == pytest.approx(1 / 0.00073, rel=1e-3)
+    assert prediction.bounds[model.SERVER_CPU] == pytest.approx(1 / 0.00073, rel=1e-3)
+    assert prediction.requests_per_sec < prediction.bounds[model.SERVER_CPU]
     assert prediction.bounds[model.IN_FLIGHT] == pytest.approx(50 / 0.030, rel=1e-3)
     assert prediction.bounds[model.LOAD_GENERATOR] == pytest.approx(10_000)
     assert "1 core / 0.73 ms" in prediction.explanation
@@ -104,39 +106,61 @@ def test_a_shared_core_measured_before_the_step_gives_the_database_bound():
 
 # -- queueing for the core, near the corner of two bounds -------------------------------------
 
-def _offloaded(rate: float, cpu_ms: float, bound_by: str = model.IN_FLIGHT) -> dict:
-    bounds = {model.IN_FLIGHT: 50 / 0.030, model.SERVER_CPU: 1000 / cpu_ms}
-    return {"name": "java-offloaded", "concurrency": 50, "service_ms": 30, "requests_per_sec": rate,
-            "bounds": bounds, "bound_by": bound_by, "predicted_requests_per_sec": min(bounds.values()),
-            "measured_over_predicted": rate / min(bounds.values()),
-            "calibration": {"server_cpu_ms": cpu_ms, "server_cores": 1}}
-
-
-def test_queueing_at_the_core_lands_below_both_bounds_near_their_corner():
-    from pul import report
-    v = _offloaded(1406, 0.572)
-    sentence = report.queueing_sentence(v)
+def test_with_every_request_in_service_queueing_for_the_core_sets_the_prediction():
+    # Lab 01's java-offloaded: 50 in flight, each 30 ms asleep and 0.572 ms on the one core. Near
+    # the corner of the two bounds (N* = 30.572 / 0.572 = 53) the loop lands well below both.
+    prediction = model.combine(_lab_prediction("offload"), {**ONE_CORE, "server_cpu_ms": 0.572}, 50)
     rate = model.mean_value_analysis(50, 30 + 0.572, 0.572)
-    assert rate < min(v["bounds"].values()) * 0.95
-    assert f"{rate:,.0f} req/s; measured {1406 / rate:.2f} of that" in sentence
-    assert "0.572 ms of the server's CPU" in sentence
+    assert prediction.requests_per_sec == pytest.approx(rate, abs=0.1)
+    assert rate < min(prediction.bounds.values()) * 0.95
+    assert prediction.bound_by == model.IN_FLIGHT  # the smaller bound is still the one named
+    queueing = prediction.facts[model.QUEUEING]
+    assert queueing["cpu_ms"] == pytest.approx(0.572) and queueing["in_service"] == 50
+    assert f"mean-value analysis: 50 in service, each waiting 30 ms and using 0.572 ms of its core): " \
+           f"{rate:,.0f} req/s" in prediction.explanation
     # Far from the corner (a tenth of the CPU), queueing costs next to nothing.
-    far = model.mean_value_analysis(50, 30 + 0.0572, 0.0572)
-    assert far == pytest.approx(50 / 0.0300572 , rel=0.01)
+    far = model.combine(_lab_prediction("offload"), {**ONE_CORE, "server_cpu_ms": 0.0572}, 50)
+    assert far.requests_per_sec == pytest.approx(50 / 0.0300572, rel=0.01)
+    # Far past it (ten times the CPU), the core's bound.
+    past = model.combine(_lab_prediction("offload"), {**ONE_CORE, "server_cpu_ms": 5.72}, 50)
+    assert past.requests_per_sec == pytest.approx(1 / 0.00572, rel=0.01)
 
 
 def test_queueing_counts_the_core_the_jit_compiler_took():
-    from pul import report
-    v = _offloaded(1175, 0.698)
-    v["calibration"]["jit_share"] = 0.15
-    sentence = report.queueing_sentence(v)
+    calibration = {**ONE_CORE, "server_cpu_ms": 0.698, "jit_share": 0.15}
+    prediction = model.combine(_lab_prediction("offload"), calibration, 50)
     rate = model.mean_value_analysis(50, 30 + 0.698 / 0.85, 0.698 / 0.85)
-    assert f"{rate:,.0f} req/s" in sentence and "on the 85% of the core the JIT compiler left" in sentence
+    assert prediction.requests_per_sec == pytest.approx(rate, abs=0.1)
+    assert prediction.facts[model.QUEUEING]["cpu_ms"] == pytest.approx(0.698 / 0.85, rel=1e-3)
 
 
-def test_no_queueing_sentence_where_threads_bind_or_nothing_waits():
+def test_no_queueing_where_threads_bind_or_no_cpu_was_calibrated():
+    blocking = model.combine(_lab_prediction("default"), ONE_CORE, 50)
+    assert model.QUEUEING not in blocking.facts
+    assert blocking.requests_per_sec == pytest.approx(8 / 0.030, rel=1e-3)
+    uncalibrated = model.combine(_lab_prediction("offload"), None, 50)
+    assert model.QUEUEING not in uncalibrated.facts
+    assert uncalibrated.requests_per_sec == pytest.approx(50 / 0.030, rel=1e-3)
+
+
+def test_a_lower_bound_elsewhere_still_binds_below_the_queueing():
+    # A load generator slower than the queueing loop: its bound is the prediction.
+    slow_tool = {**ONE_CORE, "server_cpu_ms": 0.572, "load_cpu_ms": 1.0}
+    prediction = model.combine(_lab_prediction("offload"), slow_tool, 50)
+    assert prediction.bound_by == model.LOAD_GENERATOR and prediction.requests_per_sec == pytest.approx(1000)
+
+
+def test_the_book_shows_the_queueing_arithmetic_beside_the_bound():
     from pul import report
-    blocking = {**_offloaded(247, 0.95), "bounds": {model.THREADS: 267, model.SERVER_CPU: 1051}}
-    assert report.queueing_sentence(blocking) == ""
-    echo = {**_offloaded(20000, 0.05), "service_ms": 0}
-    assert report.queueing_sentence(echo) == ""
+    prediction = model.combine(_lab_prediction("offload"), {**ONE_CORE, "server_cpu_ms": 0.572}, 50)
+    v = {"name": "java-offloaded", "concurrency": 50, "service_ms": 30, "requests_per_sec": 1450.0,
+         "bounds": prediction.bounds, "bound_by": prediction.bound_by, "bounds_arithmetic": prediction.arithmetic,
+         "predicted_requests_per_sec": prediction.requests_per_sec,
+         "measured_over_predicted": 1450.0 / prediction.requests_per_sec,
+         "calibration": {"server_cpu_ms": 0.572, "server_cores": 1, "rounds": 2, "server_cpu_ms_spread": [0.5, 0.6]},
+         "server_cpu_ms_per_request": 0.6, "extra": prediction.facts}
+    sentence = report.bound_sentence(v)
+    assert "= 1,667 req/s; with queueing for the server CPU" in sentence
+    assert f"measured 1,450 ({1450.0 / prediction.requests_per_sec:.2f})" in sentence
+    table = report.bounds_markdown({"variants": [v]})
+    assert f"| {prediction.requests_per_sec:,.0f} | 1,450 |" in table
