@@ -176,11 +176,26 @@ def band_reasons(v: dict) -> str:
                if compiler and compiler >= model.SHOWN_COMPILER_SHARE else "")
             + ("; its warm-up had not settled, so the calibration before it was not the server's steady state"
                if (v.get("warmup") or {}).get("settled") is False else "")
-            + _calibration_outlier(v) + _serving_drift(v))
+            + _calibration_outlier(v) + _serving_drift(v) + _shared_core_drift(v))
 
 
-# How far a run's serving CPU per request may move from its calibration before the note names it.
-DRIFT_NAMED = 0.10
+# How far a run's CPU per request may move from its calibration before the note names it.
+DRIFT_NAMED = 0.05
+
+
+def _shared_core_drift(v: dict) -> str:
+    """Where a database-CPU-bound run spent more or less of the database's core per request than
+    the round before it (all its users: the database, the load generator, the driver)."""
+    calibration = v.get("calibration") or {}
+    calibrated, busy, rate = calibration.get("load_cores_cpu_ms"), v.get("load_cores_busy"), v.get("requests_per_sec")
+    cores = calibration.get("load_cores") or 1
+    if v.get("bound_by") != model.DATABASE_CPU or not calibrated or busy is None or not rate:
+        return ""
+    during = busy * cores * 1000 / rate
+    if abs(during / calibrated - 1) <= DRIFT_NAMED:
+        return ""
+    return (f"; its core spent {during:.3g} ms per request during the run against {calibrated:.3g} ms in the "
+            f"round before it ({during / calibrated - 1:+.0%})")
 
 
 def _serving_drift(v: dict) -> str:

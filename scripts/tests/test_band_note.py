@@ -46,3 +46,15 @@ def test_a_run_that_served_as_calibrated_is_not_blamed():
     v = {**_variant(0.84), "requests_per_sec": 1000.0, "server_cpu_ms_per_request": 0.76, "jit_share": 0.01,
          "calibration": {"requests_per_sec": 1127.0, "server_cpu_ms": 0.744, "jit_share": 0.0}}
     assert "serving a request" not in band_note(v)
+
+
+def test_a_database_bound_run_whose_core_spent_more_per_request_says_how_much():
+    # Lab 03's pool=32: 157.9 req/s with the database's core 91% busy, 5.76 ms a request against
+    # the 5.27 ms of the round before it.
+    v = {"name": "pool=32", "measured_over_predicted": 0.83, "bound_by": "database CPU",
+         "requests_per_sec": 157.9, "load_cores_busy": 0.91,
+         "calibration": {"load_cores_cpu_ms": 5.2667, "load_cores": 1}, "extra": {"postgres_cpu_utilization": 0.86}}
+    note = band_note(v)
+    assert "the database CPU was 86% busy" in note
+    assert "its core spent 5.76 ms per request during the run against 5.27 ms in the round before it (+9%)" in note
+    assert "its core spent" not in band_note({**v, "load_cores_busy": 0.85})  # 5.38 ms: within 5%
