@@ -245,12 +245,15 @@ def sweep_summary(results: dict) -> str:
         plateau = [v for v in variants if _database_bound(v, m["ceiling"])]
         if plateau:
             # One number per step, the tables' measured/predicted: a fraction of the step's own bound.
-            lines.append("- Where the prediction is the database CPU bound, the measurements reached "
-                         + ", ".join(f"{_of_bound(v, m['ceiling']):.2f} of it at pool={v['extra']['pool_size']}"
-                                     for v in plateau)
-                         + " (the tables' measured/predicted: measured requests/s over the step's bound, "
-                         + ("1 core / the shared core's CPU per request before the step)." if _shared_core(plateau)
-                            else "1 core / (PostgreSQL's + ab's CPU per request))."))
+            queueing = any(v["predicted_requests_per_sec"] < v["bounds"].get(model.DATABASE_CPU, 0)
+                           for v in plateau if v.get("bounds"))
+            lines.append("- Where the database CPU binds, the measurements reached "
+                         + ", ".join(f"{_of_bound(v, m['ceiling']):.2f} of the prediction at "
+                                     f"pool={v['extra']['pool_size']}" for v in plateau)
+                         + " (the tables' measured/predicted: measured requests/s over the step's prediction, "
+                         + ("its bound 1 core / the shared core's CPU per request before the step" if _shared_core(plateau)
+                            else "its bound 1 core / (PostgreSQL's + ab's CPU per request)")
+                         + (", less what queueing for that core costs near the corner)." if queueing else ")."))
             shared = [v for v in plateau if v.get("load_cores_busy") is not None
                       and v["extra"].get("postgres_cpu_utilization") is not None]
             if shared:

@@ -58,7 +58,7 @@ def test_offloaded_reaches_the_bound_the_model_names(smoke, language):
     assert v["bound_by"] in ("requests in flight", "server CPU"), v["bounds"]
     # All 50 in service: the prediction counts their queueing for the core.
     assert v["extra"]["queueing"]["in_service"] == 50, v["extra"]
-    assert v["predicted_requests_per_sec"] == model_prediction(v)
+    assert v["predicted_requests_per_sec"] == pytest.approx(model_prediction(v), rel=1e-3)
     assert BAND[0] <= v["measured_over_predicted"] <= BAND[1], v
 
 

@@ -76,7 +76,7 @@ def test_variants_that_free_plays_pool_reach_the_bound_the_model_names(smoke, na
     # pool, either would land far lower, and the model would name threads.
     assert v["bound_by"] in ("requests in flight", "server CPU"), v["bounds"]
     assert v["extra"]["queueing"]["in_service"] == v["concurrency"], v["extra"]
-    assert v["predicted_requests_per_sec"] == model_prediction(v)
+    assert v["predicted_requests_per_sec"] == pytest.approx(model_prediction(v), rel=1e-3)
     assert BAND[0] <= v["measured_over_predicted"] <= BAND[1], v
 
 

@@ -33,6 +33,7 @@ REPO = Path(__file__).resolve().parents[3]
 LAB = [sys.executable, str(REPO / "scripts" / "lab")]
 WITH_POSTGRES = str(REPO / "scripts" / "with-postgres")
 sys.path.insert(0, str(REPO / "scripts"))
+from pul.model import mean_value_analysis  # noqa: E402
 from pul.procs import processes_with_run_id  # noqa: E402
 from pul.testing import given_results  # noqa: E402
 
@@ -141,12 +142,20 @@ def check_the_sweep(data: dict) -> None:
     # default-mode runs here. At 32, just past the corner, it was 0.77-0.85 in six, too close
     # to the line to test.
     assert by_pool[64]["load_cores_busy"] >= 0.8, by_pool[64]["load_cores_busy"]
-    # Identical waits put the connections in lockstep: the same pool serves clearly less. The
-    # worst case, N / (wait + N x CPU per request), is about 0.65 of the varied waits' rate; 0.70
-    # to 0.72 measured here in three runs, while the varied rate at 16 repeated within 3%: a
-    # tenth less tells the convoy from noise.
+    # Identical waits put the connections in lockstep: the same pool serves clearly less than
+    # smoothly arriving queries would. Against the varied waits' own step the comparison spans two
+    # moments of a host whose speed drifts: the varied step's rate was 0.65-0.72 of it in five runs
+    # here, and 0.92 in one where the shared core's CPU per request was 4.3 ms before the lockstep
+    # step and about 5.6 ms before the varied one. So the size of the effect is checked against
+    # the smooth model (mean-value analysis) at the lockstep step's own calibration, which its
+    # measurement reached 0.61-0.77 of in three runs, where the varied steps reach 0.84-0.99 of
+    # theirs; the raw comparison keeps the direction.
     assert len(lockstep) == 1, summary
-    assert lockstep[0]["requests_per_sec"] <= 0.9 * by_pool[lockstep_pool]["requests_per_sec"], summary
+    assert lockstep[0]["requests_per_sec"] <= 0.95 * by_pool[lockstep_pool]["requests_per_sec"], summary
+    shared_ms = lockstep[0]["calibration"]["load_cores_cpu_ms"]
+    smooth = mean_value_analysis(lockstep_pool, data["params"]["query_ms"] + shared_ms, shared_ms,
+                                 lockstep[0]["extra"]["postgres_cores"])
+    assert lockstep[0]["requests_per_sec"] <= 0.85 * smooth, (round(smooth, 1), summary)
     # The model's band (0.85-1.10) where it names the bound: the pools well below the corner by
     # their threads, and the lockstep step by its convoy, N / (wait + N x CPU per query / cores).
     # Near the corner (the threads' bound would keep PostgreSQL's core more than half busy) the

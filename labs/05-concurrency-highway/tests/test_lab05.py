@@ -188,7 +188,8 @@ def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
     closed = [v for v in smoke["variants"] if v["extra"].get("sweep") in ("echo", "fixed")]
     echo_ratios = []
     for v in closed:
-        assert v["bound_by"] and v["predicted_requests_per_sec"] == model_prediction(v), v["name"]
+        assert v["bound_by"], v["name"]
+        assert v["predicted_requests_per_sec"] == pytest.approx(model_prediction(v), rel=1e-3), v["name"]
         if v["name"] == "c=1" or (v.get("jit_share") or 0) > JIT_BUSY:
             # One request in flight: the core is busy waking threads more than serving, and the
             # JIT compiler took a quarter of it in the committed run; its CPU per request swung
