@@ -62,8 +62,14 @@ def test_plateau_is_one_number_the_tables_measured_over_predicted():
                    _sweep_step(64, 285.0, "database CPU", 0.82))
     text = report.sweep_summary(sweep)
     plateau = next(line for line in text.splitlines() if "the measurements reached" in line)
-    assert "0.81 of it at pool=32" in plateau and "0.82 of it at pool=64" in plateau
+    assert "0.81 of the prediction at pool=32" in plateau and "0.82 of the prediction at pool=64" in plateau
     assert "pool=4" not in plateau and "%" not in plateau.split("(")[0]
+    assert "queueing" not in plateau  # these steps have no prediction below their bound
+    # A step predicted below its bound (queueing at the corner): the line says what the prediction is.
+    corner = _sweep_step(32, 283.0, "database CPU", 0.81)
+    corner["predicted_requests_per_sec"] = corner["bounds"]["database CPU"] * 0.9
+    text = report.sweep_summary(_sweep(_sweep_step(4, 44.0, "threads", 0.92), corner))
+    assert "less what queueing for that core costs near the corner" in text
 
 
 def test_hikari_line_names_its_number_and_the_steps_nearest_it_and_the_corner():
