@@ -245,9 +245,7 @@ def sweep_summary(results: dict) -> str:
         plateau = [v for v in variants if _database_bound(v, m["ceiling"])]
         if plateau:
             # One number per step, the tables' measured/predicted: a fraction of the step's own bound.
-            queueing = any(v.get("predicted_requests_per_sec") is not None
-                           and v["predicted_requests_per_sec"] < (v.get("bounds") or {}).get(model.DATABASE_CPU, 0)
-                           for v in plateau)
+            queueing = any(report.queueing_below_bound(v) for v in plateau)
             lines.append("- Where the database CPU binds, the measurements reached "
                          + ", ".join(f"{_of_bound(v, m['ceiling']):.2f} of the prediction at "
                                      f"pool={v['extra']['pool_size']}" for v in plateau)

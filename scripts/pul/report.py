@@ -127,16 +127,17 @@ def bound_sentence(v: dict) -> str | None:
     why = (v.get("bounds_arithmetic") or {}).get(v["bound_by"], v.get("prediction", ""))
     busy = v.get("server_cpu_utilization")
     outside = band_note(v)
+    queueing = queueing_below_bound(v)
     return (f"{v['name']}: bound by {v['bound_by']} ({why} = "
             f"{_number(bounds.get(v['bound_by'], v['predicted_requests_per_sec']))} req/s"
-            + (f"; {model.queueing_arithmetic(_queueing(v))}" if _queueing(v) else "")
+            + (f"; {model.queueing_arithmetic(queueing)}" if queueing else "")
             + f"); measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f})"
             + (f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
                f"{busy:.0%} busy" if busy is not None else "") + "."
             + (f" Outside the model's band ({BAND[0]:.2f}-{BAND[1]:.2f}){band_reasons(v)}." if outside else ""))
 
 
-def _queueing(v: dict) -> dict | None:
+def queueing_below_bound(v: dict) -> dict | None:
     """The mean-value analysis a variant's prediction is, where queueing set it below its bound."""
     queueing = (v.get("extra") or {}).get(model.QUEUEING)
     bound = (v.get("bounds") or {}).get(v.get("bound_by"))
@@ -258,8 +259,9 @@ def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
         why = (v.get("bounds_arithmetic") or {}).get(v.get("bound_by"), v.get("prediction", ""))
         bound = v["bounds"].get(v.get("bound_by"), v["predicted_requests_per_sec"])
         line = f"- **{v['name']}**: {why} = {_number(bound)} req/s"
-        if _queueing(v):
-            line += f"; {model.queueing_arithmetic(_queueing(v))}"
+        queueing = queueing_below_bound(v)
+        if queueing:
+            line += f"; {model.queueing_arithmetic(queueing)}"
         calibration = v.get("calibration")
         if calibration and calibration.get("server_cpu_ms") is not None:
             low, high = calibration["server_cpu_ms_spread"]

@@ -68,6 +68,8 @@ def test_plateau_is_one_number_the_tables_measured_over_predicted():
     # A step predicted below its bound (queueing at the corner): the line says what the prediction is.
     corner = _sweep_step(32, 283.0, "database CPU", 0.81)
     corner["predicted_requests_per_sec"] = corner["bounds"]["database CPU"] * 0.9
+    corner["extra"]["queueing"] = {"in_service": 32, "wait_ms": 80.2, "at": "database CPU", "cpu_ms": 2.86,
+                                   "cores": 1, "requests_per_sec": corner["predicted_requests_per_sec"]}
     text = report.sweep_summary(_sweep(_sweep_step(4, 44.0, "threads", 0.92), corner))
     assert "less what queueing for that core costs near the corner" in text
 
