@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checks, exercises, report, tools
+from . import checks, exercises, report, runtimes, tools
 from .errors import EXIT_CODES, LabError, UsageError
 from .lab import all_labs, resolve
 from .procs import Children, Interrupted, run_id, signals_raise
@@ -41,6 +41,10 @@ Commands:
                            pass/fail with the measured numbers and a hint
   reset LAB [--force]      put the lab's code back to its starting state (saves your
                            changes to a backup first; refuses without --force)
+  runtimes [list | install [NAME...]]
+                           the Java runtimes newer than your JDK that some labs run their
+                           server on (lab 06: Java 21 and 25), and installs them from PyPI
+                           (`run` installs what it needs by itself)
 
 Exit codes:
 """ + "\n".join(f"  {code:3}  {meaning}" for code, meaning in EXIT_CODES.items())
@@ -257,13 +261,20 @@ def cmd_report(argv: list[str]) -> int:
     return 0
 
 
+def cmd_runtimes(argv: list[str]) -> int:
+    if argv[1:2] not in ([], ["list"], ["install"]) or (argv[1:2] == ["list"] and len(argv) > 2):
+        raise UsageError("usage: scripts/lab runtimes [list | install [NAME...]]")
+    return runtimes.main(argv[1:] or ["list"])
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0 if argv else 2
     commands = {"list": lambda: cmd_list(), "build": lambda: cmd_build(argv), "run": lambda: cmd_run(argv),
                 "serve": lambda: cmd_serve(argv), "report": lambda: cmd_report(argv),
-                "check": lambda: exercises.cmd_check(argv), "reset": lambda: exercises.cmd_reset(argv)}
+                "check": lambda: exercises.cmd_check(argv), "reset": lambda: exercises.cmd_reset(argv),
+                "runtimes": lambda: cmd_runtimes(argv)}
     if argv[0] not in commands:
         print(f"scripts/lab: unknown command {argv[0]!r}\n\n{USAGE}", file=sys.stderr)
         return 2

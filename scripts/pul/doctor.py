@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import tools
+from . import runtimes, tools
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -396,6 +396,21 @@ def check_jdk() -> list[Finding]:
     return findings
 
 
+def check_runtimes() -> list[Finding]:
+    """The Java runtimes newer than the JDK that some labs' servers run on (pul.runtimes)."""
+    findings = []
+    for runtime in runtimes.RUNTIMES.values():
+        what = f"Java {runtime.feature} runtime"
+        home = runtimes.installed(runtime)
+        if home:
+            findings.append(Finding(OK, what, f"{runtime.requirement} in {home.parents[1]}"))
+        else:
+            findings.append(Finding(WARN, what, f"not installed ({runtime.why.split(':')[0]} needs it; its first "
+                                    f"run installs {runtime.requirement} from PyPI, about 40 MB)",
+                                    "scripts/lab runtimes install (now, while the network is there)"))
+    return findings
+
+
 def sbt_launch_version() -> str | None:
     match = re.search(r"SBT_LAUNCH_VERSION=([\d.]+)", (REPO / "scripts" / "sbt").read_text()) \
         if (REPO / "scripts" / "sbt").exists() else None
@@ -484,6 +499,7 @@ def labs_checks() -> list[Finding]:
         check_sbt_cache(),
         check_coursier(),
         check_mdbook(),
+        *check_runtimes(),
         check_memory(LABS_MEMORY_MIB, "a lab (sbt, the server, the load generator)"),
         check_disk(cache_dir(), LABS_DISK_GIB, "the caches and builds"),
     ]

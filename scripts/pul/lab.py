@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import model, tools
+from . import model, runtimes, tools
 from .labs import LABS_DIR, package_name
 from .errors import LabError, UsageError
 
@@ -55,6 +55,10 @@ class Step:
     setup: dict[str, str] = field(default_factory=dict)
     # A server of its own even after a step with the same set-up (a repeat on a fresh server).
     fresh_server: bool = False
+    # The Java runtime the server runs on, a name from scripts/tools.json's "runtimes" that the
+    # lab.toml lists (pul.runtimes); None: the java on PATH, which built it. Steps on different
+    # runtimes get servers of their own.
+    runtime: str | None = None
     # Key in the app's /pools report whose `threads` bound the throughput (None: no pool bound).
     pool: str | None = None
     # Time one request holds a thread, in ms, for Little's law (None: no prediction).
@@ -64,6 +68,9 @@ class Step:
     # Sample the server's listen queue during the measured runs (pul.listenq): how full the accept
     # backlog got and what overflowed it. Only for a server the driver started, on this machine.
     watch_listen_queue: bool = False
+    # Sample the server's threads and resident memory during the measured runs (pul.footprint).
+    # Only for a server the driver started, on this machine.
+    watch_footprint: bool = False
     keep_alive: bool = False
     warmup_requests: int | None = None
     # Seconds a warm-up round lasts at most (None: as long as a measured run, `seconds`).
@@ -147,7 +154,7 @@ class Lab:
     ZERO_ALLOWED: tuple[str, ...] = ()
 
     def __init__(self, lab_dir: Path, number: str, title: str, summary: str, defaults: dict,
-                 tools_needed: tuple = (), book_outputs: tuple[str, ...] = ()):
+                 tools_needed: tuple = (), book_outputs: tuple[str, ...] = (), runtimes: tuple = ()):
         self.dir = lab_dir
         self.number = number
         self.title = title
@@ -156,6 +163,8 @@ class Lab:
         self.tools_needed = tools_needed
         # The files under book/ that report() may write (lab.toml's [book] outputs).
         self.book_outputs = book_outputs
+        # The Java runtimes its servers may run on besides the JDK on PATH (lab.toml's `runtimes`).
+        self.runtimes = runtimes
 
     # -- identity ---------------------------------------------------------
     @property
@@ -227,7 +236,8 @@ class Lab:
             bound_by = "requests in flight"
         else:
             threads = pools["pools"][step.pool]["threads"]
-            in_service = min(step.concurrency, threads)
+            # threads None: the pool starts a thread per task (virtual threads), nothing to bound.
+            in_service = step.concurrency if threads is None else min(step.concurrency, threads)
             why = f"min({step.concurrency} in flight, {threads} {step.pool} threads)"
             bound_by = "threads" if threads is not None and threads < step.concurrency else "requests in flight"
         # With every request in flight in service, each waits service_ms and then queues for the
@@ -284,7 +294,7 @@ def load(lab_dir: Path) -> Lab:
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise LabError(f"{path}: {error}")
     _check_keys(path, meta, {"title": str, "summary": str, "defaults": dict},
-                {"tools": list, "book": dict, "test": dict})
+                {"tools": list, "runtimes": list, "book": dict, "test": dict})
     book = meta.get("book", {})
     _check_keys(path, book, {}, {"chapter": str, "outputs": list})
     number = lab_dir.name[:2]
@@ -297,7 +307,8 @@ def load(lab_dir: Path) -> Lab:
         raise LabError(f"{lab_dir / 'driver.py'} must define exactly one subclass of pul.lab.Lab "
                        f"(found {', '.join(c.__name__ for c in classes) or 'none'})")
     return classes[0](lab_dir, number, meta["title"], meta["summary"], dict(meta["defaults"]),
-                      tools.named(meta.get("tools", [])), tuple(book.get("outputs", ())))
+                      tools.named(meta.get("tools", [])), tuple(book.get("outputs", ())),
+                      runtimes.named(meta.get("runtimes", [])))
 
 
 def all_labs() -> list[tuple[str, Path, Lab | None]]:

@@ -12,12 +12,13 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import limits, machine, model, report, results, tools
+from . import limits, machine, model, report, results, runtimes, tools
 from .ab import BenchRun, LoadResult, nothing_completed
 from .wrk import WrkRun
 from .checks import parse_cpu_list
 from .errors import LabError, NothingCompleted, ServerFailed, UsageError
 from .lab import Lab, Services, Step
+from .footprint import FootprintMeter
 from .listenq import ListenQueueMeter
 from .probe import CLOCK_TICKS, StatusPoller
 from .procs import Children, open_private, private_dir, run_id
@@ -96,6 +97,11 @@ def bench_lock(progress: Progress, why_waiting: str = ""):
 
 def select_steps(lab: Lab, params: dict, wanted: tuple[str, ...]) -> list[Step]:
     steps = lab.steps(params)
+    declared = {r.name for r in lab.runtimes}
+    for step in steps:
+        if step.runtime is not None and step.runtime not in declared:
+            raise LabError(f"{lab.name}: step {step.name} runs on runtime {step.runtime!r}, which its "
+                           f"lab.toml's `runtimes` does not list ({', '.join(sorted(declared)) or 'none'})")
     if not wanted:
         return steps
     by_name = {s.name: s for s in steps}
@@ -108,10 +114,11 @@ def select_steps(lab: Lab, params: dict, wanted: tuple[str, ...]) -> list[Step]:
 
 
 def group_by_server(steps: list[Step]) -> list[tuple[dict, list[Step]]]:
-    """Consecutive steps with the same server properties share one server start."""
+    """Consecutive steps with the same server properties and runtime share one server start."""
     groups: list[tuple[dict, list[Step]]] = []
     for step in steps:
-        if groups and groups[-1][0] == step.setup and not step.fresh_server:
+        if (groups and groups[-1][0] == step.setup and groups[-1][1][-1].runtime == step.runtime
+                and not step.fresh_server):
             groups[-1][1].append(step)
         else:
             groups.append((step.setup, [step]))
@@ -541,15 +548,20 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     steal = machine.StealMeter()
     runs = Runs(step, server)
     queue = _listen_queue_meter(step, server, pin)
+    footprint = (FootprintMeter(server.child.pid).start()
+                 if step.watch_footprint and isinstance(server, Server) and server.child else None)
     try:
         for repetition in range(1, step.repeat + 1):
             runs.make(lab, repetition, options, pin, raw_dir, children, progress, eta, poller)
     finally:
         listen_queue = queue.finish() if queue else None
+        footprint_record = footprint.finish() if footprint else None
     probe = poller.finish() if poller else None
     result, cpu, records = runs.summary(raw_dir, steal.share())
     if listen_queue is not None:
         cpu["listen_queue"] = listen_queue
+    if footprint_record is not None:
+        cpu["footprint"] = footprint_record
     return result, probe, cpu, records
 
 
@@ -618,6 +630,8 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
         "pool_threads": pools["pools"][step.pool]["threads"] if step.pool else None,
         "service_ms": prediction.service_ms if prediction.service_ms is not None else step.service_ms,
         "server_properties": step.setup,
+        # The Java runtime the server ran on (pul.runtimes; None: the JDK on PATH, machine.jdk).
+        "runtime": step.runtime,
         "ab_command": result.command,
         "ab_output": str(cpu.get("output", raw_dir / f"{step.name}.result.txt").relative_to(results_dir)),
         "ab_mean_ms": result.ab_mean_ms,
@@ -640,6 +654,8 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
     }
     if cpu.get("listen_queue") is not None:
         record["listen_queue"] = cpu["listen_queue"]
+    if cpu.get("footprint") is not None:
+        record["footprint"] = cpu["footprint"]
     return record
 
 
@@ -698,7 +714,10 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                     # The JVM as the server saw it: its cores (/pools) and what HotSpot chose.
                     "server_available_processors": pools.get("available_processors"),
                     "steadiness": steadiness,
-                    "server_jvm": None if remote else machine.jvm_flags("java", list(jvm_options(pin["server_cpus"])))},
+                    "server_jvm": None if remote else machine.jvm_flags("java", list(jvm_options(pin["server_cpus"]))),
+                    # The newer Java runtimes some of the servers ran on (Step.runtime), as on server_jvm.
+                    **({"runtimes": runtime_facts({s.runtime for s in steps}, pin)} if not remote and
+                       any(s.runtime for s in steps) else {})},
         # "default" (a workshop's few minutes) or "thorough" (the lab's longer run, for the book).
         "mode": params.get("mode", "default"),
         "params": params,
@@ -748,11 +767,24 @@ def _tools_and_limits(lab: Lab, steps: list[Step], options: RunOptions, remote: 
         needed = tuple(t for t in needed if t in (tools.AB, tools.WRK, tools.GNUPLOT)) + (
             (tools.TASKSET,) if options.load_cpus and options.pin else ())
     found = tools.ensure(needed, progress)
+    if not remote:
+        runtimes.ensure({s.runtime for s in steps}, progress)
     # Each connection is a file descriptor in the load generator and in the server; both inherit
     # this process's limit, so raise it before starting them (and say so, or say why not).
     limit_note = limits.raise_open_files(max((s.concurrency for s in steps), default=0) + 1024)
     if limit_note:
         progress.note(limit_note)
+    return found
+
+
+def runtime_facts(names: set, pin: dict) -> dict:
+    """{runtime: its JDK and what HotSpot chose there, as machine.server_jvm records the default}."""
+    found = {}
+    for name in sorted(n for n in names if n):
+        home = runtimes.installed(runtimes.RUNTIMES[name])
+        if home is not None:
+            found[name] = {"jdk": runtimes.version(home),
+                           "jvm": machine.jvm_flags(str(home / "bin" / "java"), list(jvm_options(pin["server_cpus"])))}
     return found
 
 
@@ -813,7 +845,7 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
             server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
                                       pin["server_cpus"],
                                       server_properties(lab, params, setup, options.settings, services.properties),
-                                      env=services.env)
+                                      env={**services.env, **runtimes.env(group[0].runtime)})
             try:
                 server.start(children, progress)
                 pools = lab.inspect_server(server, services)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from . import limits, tools
+from . import limits, runtimes, tools
 from .errors import ServerFailed, UsageError
 from .lab import Lab
 from .procs import Children, run_id
@@ -57,6 +57,7 @@ def serve(lab: Lab, params: dict, options: ServeOptions, setup_options: list[str
     check_port(options.port, options.listen)
     # The load generators run on the other machine.
     tools.ensure(tuple(t for t in lab.tools_needed if t not in (tools.AB, tools.WRK)), progress)
+    runtimes.ensure({s.runtime for s in served}, progress)
     limit_note = limits.raise_open_files(max(s.concurrency for s in served) + 1024)
     if limit_note:
         progress.note(limit_note)
@@ -68,7 +69,7 @@ def serve(lab: Lab, params: dict, options: ServeOptions, setup_options: list[str
             with lab.services(Context(children, progress, work_dir), params) as services:
                 server = Server(script, options.port, work_dir / "serve.log", pin["server_cpus"],
                                 server_properties(lab, params, props, options.settings, services.properties),
-                                host=options.listen, env=services.env)
+                                host=options.listen, env={**services.env, **runtimes.env(served[0].runtime)})
                 try:
                     server.start(children, progress)
                     progress.clear()
