@@ -238,7 +238,8 @@ class Lab:
             threads = pools["pools"][step.pool]["threads"]
             # threads None: the pool starts a thread per task (virtual threads), nothing to bound.
             in_service = step.concurrency if threads is None else min(step.concurrency, threads)
-            why = f"min({step.concurrency} in flight, {threads} {step.pool} threads)"
+            why = (f"{step.concurrency} in flight (a new {step.pool} thread per task)" if threads is None
+                   else f"min({step.concurrency} in flight, {threads} {step.pool} threads)")
             bound_by = "threads" if threads is not None and threads < step.concurrency else "requests in flight"
         # With every request in flight in service, each waits service_ms and then queues for the
         # server's CPU: pul.model predicts that loop by mean-value analysis.

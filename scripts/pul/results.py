@@ -220,8 +220,11 @@ def machine_line(results: dict) -> str:
     gc = (f"; server JVM: {jvm['gc']} GC, {m.get('server_available_processors', '?')} processor(s) available"
           if jvm.get("gc") else "")
     mode = f"; {results['mode']} mode" if results.get("mode") else ""
+    # Servers on runtimes newer than the JDK that built them (pul.runtimes).
+    runtimes = "; ".join(f"{name}: {r['jdk']}" for name, r in (m.get("runtimes") or {}).items())
+    jdk = f"{m['jdk']} (build), servers on {runtimes}" if runtimes else m["jdk"]
     return (f"Measured {results['started_at'][:10]} on {m['cpu_model']} ({m['cores']} cores, "
-            f"{m['memory_gib']} GiB), {m['os']}, {m['jdk']}, Play {m['play']}, ab {m['ab']}; {pinning}{gc}; "
+            f"{m['memory_gib']} GiB), {m['os']}, {jdk}, Play {m['play']}, ab {m['ab']}; {pinning}{gc}; "
             f"load average {m['load_average_at_start']} at start{steadiness_clause(m)}{mode}.")
 
 

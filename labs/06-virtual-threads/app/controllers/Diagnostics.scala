@@ -1,0 +1,81 @@
+package controllers
+
+import akka.actor.ActorSystem
+import java.lang.management.ManagementFactory
+import javax.inject.Inject
+import play.api.Configuration
+import play.api.libs.json.{JsNull, JsObject, Json}
+import play.api.mvc.{AbstractController, ControllerComponents}
+import work.{BlockingWork, DatabaseUnavailable, OffloadExecutionContext, PoolReport, SleepQuery, VirtualThreads}
+
+import scala.concurrent.Future
+
+/** Endpoints for the lab driver: a cheap liveness probe, the pools and the JVM's facts, the query alone. */
+class Diagnostics @Inject() (
+    cc: ControllerComponents,
+    system: ActorSystem,
+    configuration: Configuration,
+    work: BlockingWork,
+    query: SleepQuery,
+    offload: OffloadExecutionContext)
+    extends AbstractController(cc) {
+
+  def status = Action(Ok("ok\n"))
+
+  def pools = Action {
+    val report = PoolReport.json(
+      system.settings.config,
+      Map("default" -> "akka.actor.default-dispatcher", "pool" -> "offload-dispatcher"))
+    // No bound of its own: a new virtual thread for every task. The JVM cannot list
+    // virtual threads by dispatcher, so there is no live_threads.
+    val virtual = Json.obj(
+      "dispatcher" -> "virtual-dispatcher",
+      "executor"   -> "virtual-thread-per-task",
+      "threads"    -> JsNull)
+    // A query holds its connection throughout: HikariCP's pool bounds the queries in flight.
+    val connections = Json.obj(
+      "threads"               -> configuration.get[Int]("db.default.hikaricp.maximumPoolSize"),
+      "connection_timeout_ms" -> configuration.underlying.getDuration("db.default.hikaricp.connectionTimeout").toMillis)
+    // What runs the virtual threads: the JDK scheduler's ForkJoinPool. A virtual thread
+    // pinned to its carrier holds one of these for as long as it blocks.
+    val carriers = Json.obj(
+      "executor" -> "virtual-thread-scheduler",
+      "threads"  -> VirtualThreads.carriers)
+    val pools = (report \ "pools").as[JsObject] ++
+      Json.obj("virtual" -> virtual, "carriers" -> carriers, "connections" -> connections)
+    Ok(report ++ Json.obj(
+      "pools"                -> pools,
+      "java_version"         -> Runtime.version.feature,
+      "java_runtime_version" -> System.getProperty("java.runtime.version"),
+      "virtual_threads"      -> VirtualThreads.available,
+      // The virtual-thread scheduler's parallelism: how many virtual threads run at once.
+      "carriers"             -> VirtualThreads.carriers,
+      "work_ms"              -> work.millis,
+      "query_ms"             -> query.queryMillis,
+      "database_configured"  -> query.configured,
+      // Platform threads only: ThreadMXBean does not count virtual threads.
+      "jvm_threads"          -> ManagementFactory.getThreadMXBean.getThreadCount))
+  }
+
+  /** The pg_sleep query alone, `runs` times one after another on one connection (SleepQuery.timeQueries). */
+  def calibrate(runs: Int) = Action.async {
+    if (runs < 1 || runs > Diagnostics.MaxCalibrationRuns)
+      Future.successful(BadRequest(Json.obj("error" -> s"runs must be 1..${Diagnostics.MaxCalibrationRuns}")))
+    else if (!query.configured) Future.successful(ServiceUnavailable(DatabaseUnavailable.NOT_CONFIGURED + "\n"))
+    else
+      Future {
+        val millis = query.timeQueries(runs)
+        def rounded(ms: Double) = BigDecimal(ms).setScale(3, BigDecimal.RoundingMode.HALF_UP)
+        Ok(Json.obj(
+          "runs"        -> runs,
+          "warmup_runs" -> SleepQuery.CALIBRATION_WARMUP_RUNS,
+          "mean_ms"     -> rounded(millis.sum / runs),
+          "min_ms"      -> rounded(millis.min),
+          "max_ms"      -> rounded(millis.max)))
+      }(offload) // blocking: not on Play's default dispatcher
+  }
+}
+
+object Diagnostics {
+  val MaxCalibrationRuns = 1000
+}

@@ -1,0 +1,101 @@
+package work;
+
+import com.typesafe.config.Config;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
+import javax.inject.Inject;
+import javax.inject.Provider;
+import javax.inject.Singleton;
+import play.db.Database;
+
+/**
+ * `SELECT pg_sleep(lab.query-ms)` through HikariCP: a query that holds its connection
+ * for query-ms and costs PostgreSQL next to no CPU, so that the only limits are the
+ * threads that wait for it and the connections (lab.connections).
+ */
+@Singleton
+public class SleepQuery {
+  /** Unmeasured queries before timeQueries measures: the connection and the JIT warm up. */
+  public static final int CALIBRATION_WARMUP_RUNS = 3;
+
+  private final boolean configured;
+  // Asked for only when configured: without a database there is no pool to give one.
+  private final Provider<Database> database;
+  private final long queryMillis;
+
+  @Inject
+  public SleepQuery(Config config, Provider<Database> database) {
+    this.configured = configured(config);
+    this.database = database;
+    this.queryMillis = config.getLong("lab.query-ms");
+  }
+
+  /** Whether the configuration names a database (application.conf: from JDBC_DATABASE_URL). */
+  public static boolean configured(Config config) {
+    return config.hasPath("db.default.url") && !config.getString("db.default.url").isBlank();
+  }
+
+  public boolean configured() {
+    return configured;
+  }
+
+  public long queryMillis() {
+    return queryMillis;
+  }
+
+  // ANCHOR: query
+  // Blocks the calling thread twice over: until HikariCP hands it a connection,
+  // then for the round trip to PostgreSQL. Returns the thread it ran on.
+  public String run() {
+    try (Connection connection = connection()) {
+      sleepInDatabase(connection);
+      return Thread.currentThread().toString();
+    } catch (SQLTransientConnectionException e) {
+      // HikariCP: no connection came free within connectionTimeout.
+      throw new DatabaseUnavailable("no database connection: " + e.getMessage(), e);
+    } catch (SQLException e) {
+      throw new IllegalStateException("the pg_sleep query failed: " + e.getMessage(), e);
+    }
+  }
+
+  private void sleepInDatabase(Connection connection) throws SQLException {
+    try (PreparedStatement sleep = connection.prepareStatement("SELECT pg_sleep(?)")) {
+      sleep.setDouble(1, queryMillis / 1000.0);
+      sleep.execute();
+    }
+  }
+  // ANCHOR_END: query
+
+  private Connection connection() {
+    if (!configured) {
+      throw DatabaseUnavailable.notConfigured();
+    }
+    return database.get().getConnection();
+  }
+
+  /**
+   * What one query takes when nothing else runs: `runs` queries one after another on
+   * one connection, after CALIBRATION_WARMUP_RUNS unmeasured ones. Returns each one's
+   * wall-clock milliseconds: query-ms plus the round trip and PostgreSQL's own work.
+   */
+  public double[] timeQueries(int runs) {
+    try (Connection connection = connection()) {
+      for (int i = 0; i < CALIBRATION_WARMUP_RUNS; i++) {
+        sleepInDatabase(connection);
+      }
+      double[] millis = new double[runs];
+      for (int i = 0; i < runs; i++) {
+        long start = System.nanoTime();
+        sleepInDatabase(connection);
+        millis[i] = (System.nanoTime() - start) / 1e6;
+      }
+      return millis;
+    } catch (SQLTransientConnectionException e) {
+      throw new DatabaseUnavailable("no database connection: " + e.getMessage(), e);
+    } catch (SQLException e) {
+      throw new IllegalStateException("the pg_sleep query failed: " + e.getMessage(), e);
+    }
+  }
+}

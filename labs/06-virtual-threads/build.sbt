@@ -1,0 +1,35 @@
+// Lab 06: virtual threads. A standalone Play 2.9 project: `sbt run` works here, with or
+// without a database (the JDBC endpoints then answer 503). It compiles on Java 17 and
+// runs on any Java 17+; its virtual-thread endpoints need Java 21 or later at run time
+// (app/work/VirtualThreads.java reaches that API reflectively).
+name := "lab06-virtual-threads"
+organization := "dev.playunderload"
+version := "1.0"
+scalaVersion := "2.13.18"
+
+lazy val root = (project in file(".")).enablePlugins(PlayJava)
+
+// Play's JDBC support (HikariCP connection pool) and the PostgreSQL driver, from Maven Central.
+libraryDependencies ++= Seq(
+  guice,
+  javaJdbc,
+  "org.postgresql" % "postgresql" % "42.7.4"
+)
+
+// Test only: the Play tests check the live /pools answer against the driver's contract,
+// ../common/pools.schema.json (labs/common/README.md). 1.0.83 is the newest release built on
+// Jackson 2.14, the line Play 2.9 ships (2.14.3); later ones would pull Play's Jackson up to 2.15+.
+libraryDependencies += "com.networknt" % "json-schema-validator" % "1.0.83" % Test
+
+// Dev mode (`sbt run`) listens on loopback only, like the production server the lab driver starts.
+PlayKeys.playDefaultAddress := "127.0.0.1"
+
+javacOptions ++= Seq("-Xlint:unchecked", "-Xlint:deprecation", "-Werror")
+scalacOptions ++= Seq("-deprecation", "-feature", "-Xfatal-warnings")
+
+// The test classes each start a server: run them one after another.
+Test / parallelExecution := false
+
+// No API docs in the staged app: they only slow `sbt stage` down.
+Compile / doc / sources := Seq.empty
+Compile / packageDoc / publishArtifact := false

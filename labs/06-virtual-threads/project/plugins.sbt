@@ -1,0 +1,1 @@
+addSbtPlugin("com.typesafe.play" % "sbt-plugin" % "2.9.11")

@@ -1,0 +1,94 @@
+"""Lab 06, measured for real on Java 21 and 25: what virtual threads change and what they do not.
+
+One smoke run of every variant at the lab's defaults (a shorter run per step): the effects the
+chapter teaches, each against the bound the model names.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pul.testing import by_name, model_prediction, run_lab
+
+# A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
+pytestmark = pytest.mark.slow
+
+SMOKE = ("--seconds", "4")
+# The model's band: a measurement this close to the bound it names (pul.model) confirms the model.
+BAND = (0.85, 1.10)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    return run_lab("06", *SMOKE, results_dir=tmp_path_factory.mktemp("lab06"), smoke=True)
+
+
+def in_band(v: dict) -> None:
+    assert BAND[0] <= v["measured_over_predicted"] <= BAND[1], (v["name"], v["measured_over_predicted"],
+                                                               v["bound_by"], v["bounds"])
+
+
+def test_every_variant_ran_without_errors_on_its_runtime(smoke):
+    for v in smoke["variants"]:
+        assert v["failed"] == 0 and v["non_2xx"] == 0, v
+        assert v["extra"]["java_version"] == (21 if v["runtime"] == "jdk21" else 25), v["name"]
+    assert set(smoke["machine"]["runtimes"]) == {"jdk21", "jdk25"}
+
+
+def test_the_default_dispatcher_is_bound_by_its_threads(smoke):
+    v = by_name(smoke)["default"]
+    assert v["bound_by"] == "threads" and v["pool_threads"] == smoke["pools"]["pools"]["default"]["threads"]
+    in_band(v)
+
+
+@pytest.mark.parametrize("name", ["pool", "virtual", "scala-virtual", "synchronized-jdk25", "virtual-jdk21"])
+def test_blocking_off_the_dispatcher_reaches_the_bound_the_model_names(smoke, name):
+    v = by_name(smoke)[name]
+    # 50 in flight, each in service: their queueing for the core is in the prediction.
+    assert v["extra"]["queueing"]["in_service"] == v["concurrency"], v["extra"]
+    assert v["predicted_requests_per_sec"] == pytest.approx(model_prediction(v), rel=1e-3)
+    in_band(v)
+
+
+def test_virtual_threads_need_no_pool_of_the_loads_size(smoke):
+    v = by_name(smoke)
+    assert v["virtual"]["requests_per_sec"] >= 3 * v["default"]["requests_per_sec"]
+    assert v["virtual"]["requests_per_sec"] == pytest.approx(v["pool"]["requests_per_sec"], rel=0.25)
+
+
+def test_synchronized_pins_on_java_21_only(smoke):
+    v = by_name(smoke)
+    pinned = v["synchronized-jdk21"]
+    assert pinned["bound_by"] == "threads" and pinned["extra"]["carriers"] == pinned["pool_threads"]
+    in_band(pinned)
+    assert v["synchronized-jdk25"]["requests_per_sec"] >= 10 * pinned["requests_per_sec"]
+
+
+@pytest.mark.parametrize("kind", ["virtual", "pool", "per-request-pool"])
+def test_a_thousand_in_flight_reach_their_bound(smoke, kind):
+    in_band(by_name(smoke)[f"{kind}-c={smoke['params']['high_concurrency']}"])
+
+
+def test_virtual_threads_need_a_fraction_of_the_pools_threads(smoke):
+    c = smoke["params"]["high_concurrency"]
+    v = by_name(smoke)
+    per_request, pool, virtual = v[f"per-request-pool-c={c}"], v[f"pool-c={c}"], v[f"virtual-c={c}"]
+    # A thread per request in flight; the 100-thread pool's own; a few carriers and the JVM's own.
+    assert per_request["footprint"]["threads_max"] >= c
+    assert pool["footprint"]["threads_max"] >= smoke["pools"]["pools"]["pool"]["threads"]
+    assert virtual["footprint"]["threads_max"] <= c / 10
+    assert virtual["footprint"]["rss_max_mb"] < per_request["footprint"]["rss_max_mb"]
+
+
+def test_the_connections_bound_jdbc_on_virtual_threads(smoke):
+    jdbc = sorted((v for v in smoke["variants"] if v["name"].startswith("jdbc-")),
+                  key=lambda v: v["extra"]["connections"])
+    assert len(jdbc) >= 2
+    for v in jdbc:
+        assert v["bound_by"] == "connections", v["bounds"]
+        in_band(v)
+    # More connections, more throughput, in proportion while they bind.
+    small, large = jdbc[0], jdbc[-1]
+    ratio = large["requests_per_sec"] / small["requests_per_sec"]
+    expected = large["extra"]["connections"] / small["extra"]["connections"]
+    assert ratio == pytest.approx(expected, rel=0.2)
