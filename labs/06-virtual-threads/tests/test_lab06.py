@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import pytest
 
-from pul.testing import by_name, model_prediction, run_lab
+from pul.testing import by_name, model_prediction, run_lab, this_lab
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
 
+# Every variant but the per-request pool's, whose server of its own starts cold and warms up for
+# about a minute: the committed run has it (PUL_SMOKE_RESULTS checks that run the same way).
+SKIPPED_IN_SMOKE = "per-request-pool-c="
 SMOKE = ("--seconds", "4")
+LAB = this_lab(__file__)
 # The model's band: a measurement this close to the bound it names (pul.model) confirms the model.
 BAND = (0.85, 1.10)
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    return run_lab("06", *SMOKE, results_dir=tmp_path_factory.mktemp("lab06"), smoke=True)
+    variants = [name for name in LAB.variants() if not name.startswith(SKIPPED_IN_SMOKE)]
+    return run_lab("06", *SMOKE, *(a for name in variants for a in ("--variant", name)),
+                   results_dir=tmp_path_factory.mktemp("lab06"), smoke=True)
 
 
 def in_band(v: dict) -> None:
@@ -66,18 +72,24 @@ def test_synchronized_pins_on_java_21_only(smoke):
 
 @pytest.mark.parametrize("kind", ["virtual", "pool", "per-request-pool"])
 def test_a_thousand_in_flight_reach_their_bound(smoke, kind):
-    in_band(by_name(smoke)[f"{kind}-c={smoke['params']['high_concurrency']}"])
+    v = by_name(smoke).get(f"{kind}-c={smoke['params']['high_concurrency']}")
+    if v is None:
+        pytest.skip(f"{kind} is not in this run (the smoke run leaves it out)")
+    in_band(v)
 
 
 def test_virtual_threads_need_a_fraction_of_the_pools_threads(smoke):
     c = smoke["params"]["high_concurrency"]
     v = by_name(smoke)
-    per_request, pool, virtual = v[f"per-request-pool-c={c}"], v[f"pool-c={c}"], v[f"virtual-c={c}"]
-    # A thread per request in flight; the 100-thread pool's own; a few carriers and the JVM's own.
-    assert per_request["footprint"]["threads_max"] >= c
-    assert pool["footprint"]["threads_max"] >= smoke["pools"]["pools"]["pool"]["threads"]
+    pool, virtual = v[f"pool-c={c}"], v[f"virtual-c={c}"]
+    # The 100-thread pool's threads on top of the JVM's own; virtual threads add a few carriers.
+    assert pool["footprint"]["threads_max"] >= virtual["footprint"]["threads_max"] + 0.9 * pool["pool_threads"]
     assert virtual["footprint"]["threads_max"] <= c / 10
-    assert virtual["footprint"]["rss_max_mb"] < per_request["footprint"]["rss_max_mb"]
+    per_request = v.get(f"per-request-pool-c={c}")
+    if per_request:
+        # A thread per request in flight, and their stacks in resident memory.
+        assert per_request["footprint"]["threads_max"] >= c
+        assert virtual["footprint"]["rss_max_mb"] < per_request["footprint"]["rss_max_mb"]
 
 
 def test_the_connections_bound_jdbc_on_virtual_threads(smoke):
