@@ -100,10 +100,16 @@ def test_the_connections_bound_jdbc_on_virtual_threads(smoke):
                   key=lambda v: v["extra"]["connections"])
     assert len(jdbc) >= 2
     for v in jdbc:
-        assert v["bound_by"] == "connections", v["bounds"]
+        # 16 connections ask for about half of the core: on a slowed core (a CI run's steadiness
+        # probe at 56-74%) the model named the server's CPU there, and it must meet that bound.
+        assert v["bound_by"] in ("connections", "server CPU"), v["bounds"]
         in_band(v)
-    # More connections, more throughput, in proportion while they bind.
     small, large = jdbc[0], jdbc[-1]
+    assert small["bound_by"] == "connections", small["bounds"]
+    # More connections, more throughput: in proportion while they bind.
     ratio = large["requests_per_sec"] / small["requests_per_sec"]
     expected = large["extra"]["connections"] / small["extra"]["connections"]
-    assert ratio == pytest.approx(expected, rel=0.2)
+    if large["bound_by"] == "connections":
+        assert ratio == pytest.approx(expected, rel=0.2)
+    else:
+        assert ratio >= expected / 2
