@@ -69,8 +69,7 @@ def read(path: str) -> str:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("PUL_CACHE_DIR") or
-                Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "play-under-load")
+    return runtimes.cache_dir()
 
 
 def coursier_dir() -> Path:

@@ -35,10 +35,11 @@ def os_name() -> str:
     return f"{name} (kernel {platform.release()})"
 
 
-def jdk_version() -> str | None:
-    if not shutil.which("java"):
+def jdk_version(java: str = "java") -> str | None:
+    """`vendor runtime-version` of a java (default: the one on PATH)."""
+    if not shutil.which(java):
         return None
-    out = subprocess.run(["java", "-XshowSettings:properties", "-version"], capture_output=True,
+    out = subprocess.run([java, "-XshowSettings:properties", "-version"], capture_output=True,
                          text=True, stdin=subprocess.DEVNULL).stderr
     vendor = re.search(r"java\.vendor = (.+)", out)
     version = re.search(r"java\.runtime\.version = (.+)", out)

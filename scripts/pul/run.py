@@ -783,7 +783,7 @@ def runtime_facts(names: set, pin: dict) -> dict:
     for name in sorted(n for n in names if n):
         home = runtimes.installed(runtimes.RUNTIMES[name])
         if home is not None:
-            found[name] = {"jdk": runtimes.version(home),
+            found[name] = {"jdk": machine.jdk_version(str(home / "bin" / "java")),
                            "jvm": machine.jvm_flags(str(home / "bin" / "java"), list(jvm_options(pin["server_cpus"])))}
     return found
 

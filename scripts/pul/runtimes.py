@@ -183,17 +183,6 @@ def env(name: Optional[str]) -> dict[str, str]:
     return {"JAVA_HOME": str(home)}
 
 
-def version(home: Path) -> Optional[str]:
-    """`vendor runtime-version` of the java in this JAVA_HOME, as results record the JDK."""
-    try:
-        out = subprocess.run([str(home / "bin" / "java"), "-XshowSettings:properties", "-version"],
-                             capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=30).stderr
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = [re.search(rf"{key} = (.+)", out) for key in (r"java\.vendor", r"java\.runtime\.version")]
-    return " ".join(m.group(1).strip() for m in found if m) or None
-
-
 def describe(runtime: Runtime) -> str:
     return f"Java {runtime.feature} ({runtime.requirement})"
 
