@@ -31,7 +31,7 @@ def summary_notes(results: dict) -> list[str]:
         if sentence:
             notes.append(sentence)
     notes += [sentence for sentence in map(report.bound_sentence, results["variants"]) if sentence]
-    return notes
+    return notes + report.timeline_notes(results)
 
 
 def compiler_ms_per_request(v: dict) -> float | None:
@@ -79,6 +79,7 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab01-summary.md": summary,
         "book/src/figures/lab01-throughput.svg": throughput_figure(results),
         "book/src/figures/lab01-status-latency.svg": status_figure(results),
+        "book/src/figures/lab01-timeline.svg": timeline_figure(results),
         # For the chapter "Measuring with ApacheBench": a real ab report and Little's law on it.
         "book/src/generated/lab01-ab-output.md": ab_output_example(results, lab.dir, "java-blocking"),
         "book/src/generated/lab01-littles-law.md": littles_law_table(results),
@@ -111,6 +112,17 @@ def throughput_figure(results: dict) -> str:
     return report.measured_vs_predicted_svg(
         results, f"Lab 01: {params['work_ms']} ms of blocking work per request, "
                  f"{params['concurrency']} requests in flight")
+
+
+def timeline_figure(results: dict) -> str:
+    """The Java variants' pools over their measured runs: the default dispatcher held at its size
+    while blocking, the offload pool holding the requests in flight when offloaded."""
+    return report.timeline_svg(
+        results, ["java-blocking", "java-offloaded"],
+        [("default", "busy", "default dispatcher: busy"), ("default", "threads", "default dispatcher: threads"),
+         ("default", "queued", "default dispatcher: queued tasks"),
+         ("offload", "busy", "offload pool: busy"), ("offload", "threads", "offload pool: threads")],
+        "Lab 01: the pools while each variant ran (sampled 20 times a second)")
 
 
 def _ms(value: float | None) -> str:

@@ -25,7 +25,7 @@ def summary_notes(results: dict) -> list[str]:
     if sentence:
         notes.append(sentence)
     notes += [sentence for sentence in map(report.bound_sentence, results["variants"]) if sentence]
-    return notes
+    return notes + report.timeline_notes(results)
 
 
 def compiler_ms_per_request(v: dict) -> float | None:
@@ -75,7 +75,19 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab02-pools.md": "\n".join(pool_rows) + "\n",
         "book/src/generated/lab02-summary.md": summary,
         "book/src/figures/lab02-throughput.svg": throughput_figure(results),
+        "book/src/figures/lab02-timeline.svg": timeline_figure(results),
     }
+
+
+def timeline_figure(results: dict) -> str:
+    """Where each variant's work waited: the default dispatcher, the common pool, the offload pool."""
+    return report.timeline_svg(
+        results, ["blocking", "commonpool", "default-ec", "custom-ec"],
+        [("default", "busy", "default dispatcher: busy"), ("default", "threads", "default dispatcher: threads"),
+         ("default", "queued", "default dispatcher: queued tasks"),
+         ("commonpool", "busy", "common pool: busy"), ("commonpool", "queued", "common pool: queued tasks"),
+         ("offload", "busy", "offload pool: busy"), ("offload", "threads", "offload pool: threads")],
+        "Lab 02: the pools while each variant ran (sampled 20 times a second)")
 
 
 def throughput_figure(results: dict) -> str:

@@ -32,7 +32,17 @@ def summary_notes(results: dict) -> list[str]:
             notes.append(f"{v['name']}: /status answered in {v['probe']['p50_ms']:.1f} ms at the median, "
                          f"{describe_tail(v['probe'])}, while the load ran.")
     notes += [note for note in map(report.band_note, results["variants"]) if note]
-    return notes
+    return notes + report.timeline_notes(results)
+
+
+def timeline_figure(results: dict) -> str:
+    """Each set-up's threads and connections over its measured run: where the requests waited."""
+    return report.timeline_svg(
+        results, [v["name"] for v in results["variants"]],
+        [(report.OWN_POOL, "busy", f"{report.OWN_POOL}: busy"), (report.OWN_POOL, "threads", f"{report.OWN_POOL}: threads"),
+         (report.OWN_POOL, "queued", f"{report.OWN_POOL}: queued tasks"),
+         ("connections", "active", "connections: in use"), ("connections", "awaiting", "threads awaiting a connection")],
+        "Lab 03: the pools while each set-up ran (sampled 20 times a second)")
 
 def render(results: dict, lab) -> dict[str, str]:
     variants, sweep = split(results)
@@ -52,6 +62,8 @@ def render(results: dict, lab) -> dict[str, str]:
             + _database_line(results) + "\n")
         artifacts["book/src/figures/lab03-sweep.svg"] = sweep_figure(sweep)
         artifacts["book/src/generated/lab03-sweep-summary.md"] = sweep_summary(sweep)
+    if any(v.get("timeline") for v in variants["variants"]):
+        artifacts["book/src/figures/lab03-timeline.svg"] = timeline_figure(variants)
     spread = database_bound_spread(results)
     artifacts["book/src/generated/lab03-bounds.md"] = (report.bounds_markdown(results)
                                                        + (f"\n{spread}\n" if spread else ""))

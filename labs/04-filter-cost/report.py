@@ -107,6 +107,7 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab04-why-facts.md": why_text(results, analysis),
         "book/src/figures/lab04-throughput.svg": throughput_figure(results, analysis),
         "book/src/figures/lab04-cost.svg": cost_figure(results, analysis),
+        "book/src/figures/lab04-timeline.svg": timeline_figure(results),
         "book/src/generated/lab04-bounds.md": report.bounds_markdown(results),
         "book/src/generated/lab04-modes.md": modes_text(results, report.committed_run(lab, THOROUGH_DIR)),
     }
@@ -117,6 +118,16 @@ def render(results: dict, lab) -> dict[str, str]:
 # The --thorough run the book compares the default mode's with (`scripts/lab run 04 --thorough
 # --results-dir labs/04-filter-cost/results/thorough`).
 THOROUGH_DIR = "thorough"
+
+
+def timeline_figure(results: dict) -> str:
+    """No filters, ten plain Filters, ten EssentialFilters: the core held busy throughout, the
+    default dispatcher's threads never all busy (the filters' cost is CPU, not a wait)."""
+    return report.timeline_svg(
+        results, ["none", "plain-x10", "essential-x10"],
+        [("default", "busy", "default dispatcher: busy"), ("default", "threads", "default dispatcher: threads"),
+         ("default", "queued", "default dispatcher: queued tasks")],
+        "Lab 04: the default dispatcher and the core while each chain ran (the first ab run)")
 
 
 def _ab_costs(results: dict) -> dict[str, tuple[float, float | None]]:

@@ -156,6 +156,7 @@ def render(results: dict, lab) -> dict[str, str]:
         + "\n" + cpu_trend(sweep(results, "")) + "\n",
         "book/src/figures/lab05-throughput.svg": throughput_figure(results),
         "book/src/figures/lab05-latency.svg": latency_figure(results),
+        "book/src/figures/lab05-timeline.svg": timeline_figure(results),
         "book/src/generated/lab05-edges.md": edges_text(report.committed_run(lab, EDGES_DIR)),
     }
 
@@ -368,6 +369,17 @@ set xrange [0.8:{top * 1.25}]
 plot {', '.join(plots)}
 """
     return report.gnuplot_svg(script)
+
+
+def timeline_figure(results: dict) -> str:
+    """The echo at 64 in flight (the core busy, the dispatcher never short of threads), and the
+    fixed road below and past its lanes (the lanes held busy, the requests queued behind them)."""
+    return report.timeline_svg(
+        results, ["c=64", "fixed-c=4", "fixed-c=64"],
+        [("default", "busy", "default dispatcher: busy"), ("default", "queued", "default dispatcher: queued tasks"),
+         ("lanes", "busy", "lanes: busy"), ("lanes", "threads", "lanes: threads"),
+         ("lanes", "queued", "lanes: queued tasks")],
+        "Lab 05: the pools and the core while each step ran (sampled 20 times a second)")
 
 
 def throughput_figure(results: dict) -> str:

@@ -70,7 +70,7 @@ def summary_notes(results: dict) -> list[str]:
             f"{v['name']} {v['footprint']['threads_max']:,} JVM threads, {v['footprint']['rss_max_mb']:,.0f} MB resident"
             for v in high) + ".")
     notes += [sentence for sentence in map(report.bound_sentence, results["variants"]) if sentence]
-    return notes
+    return notes + report.timeline_notes(results)
 
 
 def throughput_figure(results: dict) -> str:
@@ -78,6 +78,19 @@ def throughput_figure(results: dict) -> str:
     return report.measured_vs_predicted_svg(
         results, f"Lab 06: {params['work_ms']} ms of blocking work (jdbc: {params['query_ms']} ms in PostgreSQL) "
                  "per request")
+
+
+def timeline_figure(results: dict) -> str:
+    """A thousand in flight on the 100-thread pool and on virtual threads (no pool: the JVM's
+    platform threads show their carriers), and virtual threads waiting for 4 connections."""
+    high = results["params"]["high_concurrency"]
+    return report.timeline_svg(
+        results, ["default", f"pool-c={high}", f"virtual-c={high}", "jdbc-connections=4"],
+        [("default", "busy", "default dispatcher: busy"), ("default", "queued", "default dispatcher: queued tasks"),
+         ("pool", "busy", "100-thread pool: busy"), ("pool", "queued", "100-thread pool: queued tasks"),
+         ("connections", "active", "connections: in use"),
+         ("connections", "awaiting", "threads awaiting a connection"), ("jvm", "threads", "JVM platform threads")],
+        "Lab 06: the pools while each variant ran (sampled 20 times a second)")
 
 
 def footprint_figure(results: dict) -> str:
@@ -112,4 +125,5 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab06-summary.md": summary,
         "book/src/figures/lab06-throughput.svg": throughput_figure(results),
         "book/src/figures/lab06-footprint.svg": footprint_figure(results),
+        "book/src/figures/lab06-timeline.svg": timeline_figure(results),
     }

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checks, exercises, report, runtimes, tools
+from . import checks, exercises, report, runtimes, timeline, tools
 from .errors import EXIT_CODES, LabError, UsageError
 from .lab import all_labs, resolve
 from .procs import Children, Interrupted, run_id, signals_raise
@@ -119,6 +119,9 @@ def add_run_options(parser: argparse.ArgumentParser, lab=None) -> None:
     parser.add_argument("--results-dir", type=Path,
                         help="write results here instead of the lab's results/ (the book is then left alone)")
     parser.add_argument("--no-report", action="store_true", help="do not update the book's tables and figures")
+    parser.add_argument("--timeline-hz", type=int, default=timeline.DEFAULT_HZ, metavar="N",
+                        help=f"sample the server's pools N times a second during each measured run, for the "
+                             f"timeline figures (default {timeline.DEFAULT_HZ}; 0: no timeline)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -172,6 +175,8 @@ def cmd_run(argv: list[str]) -> int:
     lab, options = _lab_and_options(argv, run_parser)
     if options.time_limit < 1:
         raise UsageError("--time-limit must be at least 1 second")
+    if not 0 <= options.timeline_hz <= timeline.MAX_HZ:
+        raise UsageError(f"--timeline-hz must be 0 (no timeline) to {timeline.MAX_HZ} (got {options.timeline_hz})")
     if options.target is not None:
         parse_target(options.target)
         for name, given in (("--port", options.port is not None), ("--rebuild", options.rebuild),
@@ -186,7 +191,8 @@ def cmd_run(argv: list[str]) -> int:
         pin=not options.no_pin, server_cpus=options.server_cpus, load_cpus=options.load_cpus,
         warmup=options.warmup, time_limit=options.time_limit, results_dir=options.results_dir,
         write_report=not options.no_report, quiet=options.quiet, settings=parse_settings(options.settings),
-        target=options.target, setup_options=tuple(setup_options(argv, add_run_options))), argv)
+        target=options.target, setup_options=tuple(setup_options(argv, add_run_options)),
+        timeline_hz=options.timeline_hz), argv)
     return 0
 
 

@@ -270,3 +270,99 @@ def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
                      f"{v['server_cpu_ms_per_request']:.3g} ms during it" if v.get("server_cpu_ms_per_request") else "")
         lines.append(line + ".")
     return "\n".join(lines) + "\n"
+
+
+# A pool measure's line in a timeline figure: solid for busy threads, dashed for the threads the
+# pool has (busy meets it where the pool binds), dotted for tasks or requests waiting.
+TIMELINE_STYLES = {"busy": "dt 1", "active": "dt 1", "threads": "dt 2", "queued": "dt 3", "awaiting": "dt 3"}
+TIMELINE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
+# In a timeline figure's series, the pool each variant ran its work on (its `pool`); "jvm" with
+# "threads" is the JVM's platform threads.
+OWN_POOL = "@pool"
+
+
+def timeline_svg(results: dict, names: list[str], series: list[tuple[str, str, str]], title: str,
+                 width: int = 760, panel_height: int = 210) -> str:
+    """One panel per variant in `names` (those with a timeline), over the seconds of its measured
+    run: each (pool, measure, label) of `series` the variant's timeline has (OWN_POOL: the
+    variant's own pool, named in the label where it says OWN_POOL), on the left axis,
+    and the server's CPU in cores busy on the right one (its cores, as the JVM saw them, at the
+    top). A bound resource shows as a line held at its limit."""
+    by_name = {v["name"]: v for v in results["variants"]}
+    variants = [by_name[n] for n in names if n in by_name and by_name[n].get("timeline")]
+    if not variants:
+        raise LabError(f"none of {', '.join(names)} has a timeline in this run: measure again with a "
+                       "timeline (scripts/lab run without --timeline-hz 0)")
+    cores = results.get("pools", {}).get("available_processors") or 1
+    blocks, panels = [], []
+    pools_colour = {pool: TIMELINE_COLOURS[i % len(TIMELINE_COLOURS)]
+                    for i, pool in enumerate(dict.fromkeys(p for p, _, _ in series))}
+    for index, v in enumerate(variants):
+        t = v["timeline"]
+        measured = {**{(pool, m): values for pool, found in t["pools"].items() for m, values in found.items()},
+                    ("jvm", "threads"): t["jvm_threads"]}
+        # OWN_POOL stands for the variant's own pool (lab 03's database-N).
+        present = [(pool, measure, label.replace(OWN_POOL, v.get("pool") or "?"))
+                   for pool, measure, label in series
+                   if ((v.get("pool") if pool == OWN_POOL else pool), measure) in measured]
+        columns = ([t["t_s"]] + [measured[((v.get("pool") if pool == OWN_POOL else pool), measure)]
+                                 for pool, measure, _ in present] + [t["cpu_cores"]])
+        rows = "\n".join(" ".join("?" if x is None else f"{x:g}" for x in row) for row in zip(*columns))
+        blocks.append(f"$v{index} << EOD\n{rows}\nEOD")
+        plots = [f"$v{index} using 1:{column + 2} with lines lw 2 {TIMELINE_STYLES.get(measure, 'dt 1')} "
+                 f'lc rgb "{pools_colour[pool]}" title "{label}"'
+                 for column, (pool, measure, label) in enumerate(present)]
+        plots.append(f'$v{index} using 1:{len(present) + 2} axes x1y2 with lines lw 1 lc rgb "#aaaaaa" '
+                     f'title "server CPU (cores, right)"')
+        bound = v.get("bound_by") or "nothing named"
+        panels.append(f'set title "{v["name"]}: {v["requests_per_sec"]:,.0f} req/s, bound by {bound}" font ",12"\n'
+                      + ("set xlabel \"seconds into the measured run\"\n" if index == len(variants) - 1 else "unset xlabel\n")
+                      + "plot " + ", \\\n     ".join(plots))
+    script = svg_header(width=width, height=panel_height * len(variants) + 40) + f"""
+set datafile missing "?"
+set grid ytics
+set key outside right top vertical Left reverse font ",10" samplen 2 spacing 0.9
+set ylabel "threads or tasks"
+set yrange [0:*]
+set y2range [0:{cores * 1.05:g}]
+set y2tics 0, {cores / 2:g}, {cores:g} nomirror
+set ytics nomirror
+set lmargin 9
+{chr(10).join(blocks)}
+set multiplot layout {len(variants)},1 title "{title}"
+{chr(10).join(panels)}
+unset multiplot
+"""
+    return gnuplot_svg(script)
+
+
+def timeline_sentence(v: dict, pool: str, size: int | None = None) -> str | None:
+    """How one pool fared in a variant's timeline: the share of samples with every thread busy,
+    and the median queue, e.g. for the book's reading of a timeline figure."""
+    found = (v.get("timeline") or {}).get("pools", {}).get(pool)
+    if not found or "busy" not in found:
+        return None
+    size = size or _pool_size(found)
+    busy = [x for x in found["busy"] if x is not None]
+    queued = sorted(x for x in found.get("queued", []) if x is not None)
+    if not busy or not size:
+        return None
+    full = sum(x >= size for x in busy) / len(busy)
+    sentence = (f"{v['name']}: the {pool} pool had all {size} threads busy in {full:.0%} of "
+                f"{len(busy)} samples (median {sorted(busy)[len(busy) // 2]:g} busy)")
+    if queued:
+        sentence += f", with a median of {queued[len(queued) // 2]:g} tasks queued"
+    return sentence + "."
+
+
+def timeline_notes(results: dict) -> list[str]:
+    """A timeline_sentence for each variant, on the pool it ran its work on (its configured size
+    from /pools)."""
+    sizes = {name: pool.get("threads") for name, pool in results["pools"]["pools"].items()}
+    return [sentence for v in results["variants"] if v.get("pool")
+            and (sentence := timeline_sentence(v, v["pool"], sizes.get(v["pool"]))) is not None]
+
+
+def _pool_size(found: dict) -> int | None:
+    threads = [x for x in found.get("threads", []) if x is not None]
+    return int(max(threads)) if threads else None

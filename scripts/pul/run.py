@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import limits, machine, model, report, results, runtimes, tools
+from . import limits, machine, model, report, results, runtimes, timeline, tools
 from .ab import BenchRun, LoadResult, nothing_completed
 from .wrk import WrkRun
 from .checks import parse_cpu_list
@@ -56,6 +56,8 @@ class RunOptions:
     # Time the server's core before and after (machine.steadiness): a record for the results;
     # `scripts/lab check` leaves it out, its verdict does not need it.
     steadiness: bool = True
+    # Samples a second of the server's pools during the measured runs (pul.timeline); 0: none.
+    timeline_hz: int = timeline.DEFAULT_HZ
 
 
 def pinning(options: RunOptions) -> dict:
@@ -550,19 +552,45 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     queue = _listen_queue_meter(step, server, pin)
     footprint = (FootprintMeter(server.child.pid).start()
                  if step.watch_footprint and isinstance(server, Server) and server.child else None)
+    pools_timeline = _start_timeline(server, options, progress)
     try:
         for repetition in range(1, step.repeat + 1):
             runs.make(lab, repetition, options, pin, raw_dir, children, progress, eta, poller)
     finally:
         listen_queue = queue.finish() if queue else None
         footprint_record = footprint.finish() if footprint else None
+        timeline_record = _finish_timeline(pools_timeline, progress)
     probe = poller.finish() if poller else None
     result, cpu, records = runs.summary(raw_dir, steal.share())
     if listen_queue is not None:
         cpu["listen_queue"] = listen_queue
     if footprint_record is not None:
         cpu["footprint"] = footprint_record
+    if timeline_record is not None:
+        cpu["timeline"] = timeline_record
     return result, probe, cpu, records
+
+
+def _start_timeline(server, options: RunOptions, progress: Progress) -> timeline.Timeline | None:
+    """The server's pool sampler, started (None: turned off, or the server has none, which the
+    run notes)."""
+    if not options.timeline_hz:
+        return None
+    try:
+        return timeline.Timeline(server.base_url, options.timeline_hz).start()
+    except timeline.TimelineUnavailable as error:
+        progress.note(f"no timeline of the pools for this step: {error}")
+        return None
+
+
+def _finish_timeline(sampler: timeline.Timeline | None, progress: Progress) -> dict | None:
+    if sampler is None:
+        return None
+    try:
+        return sampler.finish()
+    except timeline.TimelineUnavailable as error:
+        progress.note(f"no timeline of the pools for this step: {error}")
+        return None
 
 
 def _listen_queue_meter(step: Step, server, pin: dict) -> ListenQueueMeter | None:
@@ -656,6 +684,8 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
         record["listen_queue"] = cpu["listen_queue"]
     if cpu.get("footprint") is not None:
         record["footprint"] = cpu["footprint"]
+    if cpu.get("timeline") is not None:
+        record["timeline"] = cpu["timeline"]
     return record
 
 
@@ -939,7 +969,7 @@ def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, serv
     `extra` is kept)."""
     steal = machine.StealMeter()
     runs = {step.name: Runs(step, server) for step in group}
-    calibrated, load_before, checked = {}, {}, {}
+    calibrated, load_before, checked, timelines = {}, {}, {}, {}
     for repetition in range(1, max(step.repeat for step in group) + 1):
         for step in group:
             if repetition > step.repeat:
@@ -951,7 +981,13 @@ def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, serv
                 calibrated[step.name] = calibration(lab, step, server, options, pin, where.raw_dir, children,
                                                     progress, warmups[step.name], False, pools, eta)
             done = len(runs[step.name].made)
-            runs[step.name].make(lab, repetition, options, pin, where.raw_dir, children, progress, eta)
+            # The timeline of an interleaved step covers its first run.
+            sampler = _start_timeline(server, options, progress) if repetition == 1 else None
+            try:
+                runs[step.name].make(lab, repetition, options, pin, where.raw_dir, children, progress, eta)
+            finally:
+                if sampler is not None:
+                    timelines[step.name] = _finish_timeline(sampler, progress)
             for result, _, _, _, _ in runs[step.name].made[done:]:
                 checked[step.name] = {"name": step.name, "complete": result.complete, "extra": {}}
                 lab.verify_step(step, server, checked[step.name], services)
@@ -959,7 +995,8 @@ def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, serv
     records = []
     for step in group:
         result, cpu, made = runs[step.name].summary(where.raw_dir, steal_share)
-        record = variant_record(lab, step, result, None, {**cpu, "load_average_before": load_before[step.name]},
+        cpu = {**cpu, "load_average_before": load_before[step.name], "timeline": timelines.get(step.name)}
+        record = variant_record(lab, step, result, None, cpu,
                                 pools, params, where.raw_dir, where.results_dir, calibrated[step.name])
         record["interleaved"] = True
         # What the lab's check of the step's last run found (lab 04: the filters its chain ran).

@@ -177,11 +177,12 @@ def body_excerpt(body: bytes, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def http_fetch(url: str, timeout: float = 10) -> HttpAnswer:
-    """A GET's status and body, also when the server answers an error; status None when it does
-    not answer at all (refused, unreachable, timed out)."""
+def http_fetch(url: str, timeout: float = 10, method: str = "GET") -> HttpAnswer:
+    """A GET's (or an empty POST's) status and body, also when the server answers an error;
+    status None when it does not answer at all (refused, unreachable, timed out)."""
+    request = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return HttpAnswer(response.status, response.read(), response.reason or "")
     except urllib.error.HTTPError as error:
         try:

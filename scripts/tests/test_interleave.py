@@ -55,7 +55,7 @@ class Recorder:
     def measure(self, steps: list[Step]) -> list[dict]:
         where = SimpleNamespace(raw_dir=Path("/nonexistent/raw"), results_dir=Path("/nonexistent"))
         return run_module._measure_interleaved(
-            self.lab, {}, steps, SimpleNamespace(), None, {}, run_module.RunOptions(), {}, where, None,
+            self.lab, {}, steps, SimpleNamespace(), None, {}, run_module.RunOptions(timeline_hz=0), {}, where, None,
             Progress(quiet=True), Eta([]), {step.name: None for step in steps})
 
 

@@ -27,6 +27,8 @@ CANONICAL = {
     "PoolReport.scala": "app",   # /pools for the Scala labs (01, 03, 04, 05)
     "PoolReport.java": "app",    # its Java port (lab 02)
     "PoolsSchema.java": "test",  # the Play tests' check of the live /pools against the schema
+    "PoolTimeline.java": "app",  # the pools' timeline during a measured run (every lab)
+    "TimelineCheck.java": "test",  # the Play tests' check of a live timeline's shape
 }
 
 # Keys /pools gained after some committed runs were recorded: with `scripts/lab serve` (runs

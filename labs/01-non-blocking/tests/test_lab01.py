@@ -13,6 +13,7 @@ import signal
 
 import pytest
 
+from pul import timeline
 from pul.procs import processes_with_run_id
 from pul.testing import SMOKE_RESULTS_VARIABLE, Driver, by_name, model_prediction, run_lab
 
@@ -60,6 +61,23 @@ def test_offloaded_reaches_the_bound_the_model_names(smoke, language):
     assert v["extra"]["queueing"]["in_service"] == 50, v["extra"]
     assert v["predicted_requests_per_sec"] == pytest.approx(model_prediction(v), rel=1e-3)
     assert BAND[0] <= v["measured_over_predicted"] <= BAND[1], v
+
+
+@pytest.mark.parametrize("language", ["java", "scala"])
+def test_the_timeline_shows_which_pool_binds(smoke, language):
+    """Blocking: the default dispatcher's threads all busy in most samples, the bound the table
+    names. Offloaded: the offload pool holds what Little's law says, rate x work time, and the
+    default dispatcher has threads to spare."""
+    v = by_name(smoke)
+    blocking, offloaded = v[f"{language}-blocking"], v[f"{language}-offloaded"]
+    size = blocking["pool_threads"]
+    assert timeline.share_at(blocking["timeline"]["pools"]["default"]["busy"], size) >= 0.8, blocking["timeline"]
+    assert timeline.share_at(offloaded["timeline"]["pools"]["default"]["busy"], size) <= 0.2, offloaded["timeline"]
+    # Little's law on the pool: busy threads = rate x the time each holds one, at least the work
+    # time (longer where the request waits for the core meanwhile), at most the requests in flight.
+    busy = sorted(x for x in offloaded["timeline"]["pools"]["offload"]["busy"] if x is not None)
+    little = offloaded["requests_per_sec"] * offloaded["service_ms"] / 1000
+    assert 0.8 * little <= busy[len(busy) // 2] <= offloaded["concurrency"], (busy, little)
 
 
 def test_every_bound_was_calibrated_before_its_run(smoke):

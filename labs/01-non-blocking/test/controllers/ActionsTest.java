@@ -90,4 +90,18 @@ public class ActionsTest {
   public void statusAnswers() throws Exception {
     assertEquals("ok\n", body("/status"));
   }
+
+  @Test
+  public void theTimelineSeesTheOffloadPoolAtWork() throws Exception {
+    int port = server.getRunningHttpPort().getAsInt();
+    JsonNode series = TimelineCheck.record(port, () -> {
+      long until = System.nanoTime() + 300_000_000L;
+      while (System.nanoTime() < until) {
+        body("/java/offloaded");
+      }
+    }, "default.busy", "default.queued", "default.threads", "offload.busy", "offload.queued", "offload.threads");
+    // One request at a time, 5 ms each on the offload pool: busy in most samples, never past its 7.
+    assertTrue(TimelineCheck.max(series, "offload.busy") >= 1);
+    assertTrue(TimelineCheck.max(series, "offload.threads") <= 7);
+  }
 }

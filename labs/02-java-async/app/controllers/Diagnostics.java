@@ -2,12 +2,15 @@ package controllers;
 
 import akka.actor.ActorSystem;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
 import java.util.function.Supplier;
 import javax.inject.Inject;
+import javax.inject.Singleton;
 import play.Environment;
 import play.libs.Json;
 import play.libs.concurrent.ClassLoaderExecution;
@@ -16,8 +19,10 @@ import play.mvc.Controller;
 import play.mvc.Result;
 import work.BlockingWork;
 import work.PoolReport;
+import work.PoolTimeline;
 
-/** Endpoints for the lab driver and the tests: liveness, pool sizes, class loaders. */
+/** Endpoints for the lab driver and the tests: liveness, pool sizes and their timeline, class loaders. */
+@Singleton
 public class Diagnostics extends Controller {
   private final ActorSystem system;
   private final BlockingWork work;
@@ -31,6 +36,36 @@ public class Diagnostics extends Controller {
     this.work = work;
     this.playContext = playContext;
     this.environment = environment;
+  }
+
+  private PoolTimeline timeline;
+
+  /** The dispatchers, and the common pool where the JDK uses one (not on a single core). */
+  private synchronized PoolTimeline timeline() {
+    if (timeline == null) {
+      Map<String, String> dispatchers = new LinkedHashMap<>();
+      dispatchers.put("default", "akka.actor.default-dispatcher");
+      dispatchers.put("offload", "offload-dispatcher");
+      Map<String, PoolTimeline.Gauge> gauges = new LinkedHashMap<>(PoolTimeline.dispatchers(system, dispatchers));
+      if (new CompletableFuture<Void>().defaultExecutor() == ForkJoinPool.commonPool()) {
+        gauges.putAll(PoolTimeline.executor("commonpool", ForkJoinPool.commonPool()));
+      }
+      timeline = new PoolTimeline(gauges);
+    }
+    return timeline;
+  }
+
+  public Result timelineStart(int hz) {
+    try {
+      timeline().start(hz);
+      return ok(Json.newObject().put("hz", hz));
+    } catch (IllegalArgumentException e) {
+      return badRequest(Json.newObject().put("error", e.getMessage()));
+    }
+  }
+
+  public Result timelineStop() {
+    return ok(timeline().stop()).as("application/json");
   }
 
   public Result status() {

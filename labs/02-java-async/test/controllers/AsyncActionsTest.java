@@ -146,4 +146,17 @@ public class AsyncActionsTest {
   public void statusAnswers() throws Exception {
     assertEquals("ok\n", body("/status"));
   }
+
+  @Test
+  public void theTimelineSeesTheOffloadPoolAtWork() throws Exception {
+    int port = server.getRunningHttpPort().getAsInt();
+    JsonNode series = TimelineCheck.record(port, () -> {
+      long until = System.nanoTime() + 300_000_000L;
+      while (System.nanoTime() < until) {
+        body("/custom-ec");
+      }
+    }, "default.busy", "default.queued", "default.threads", "offload.busy", "offload.queued", "offload.threads");
+    // One request at a time, on the offload pool for its whole 40 ms: busy in most samples.
+    assertTrue(TimelineCheck.max(series, "offload.busy") >= 1);
+  }
 }

@@ -2,15 +2,16 @@ package controllers
 
 import akka.actor.ActorSystem
 import com.zaxxer.hikari.HikariDataSource
-import database.{PoolReport, SalesRepository, SizedDispatchers}
-import javax.inject.Inject
+import database.{PoolReport, PoolTimeline, SalesRepository, SizedDispatchers}
+import javax.inject.{Inject, Singleton}
 import play.api.db.Database
 import play.api.libs.json.{JsObject, Json}
 import play.api.mvc.{AbstractController, ControllerComponents}
 
 import scala.jdk.CollectionConverters._
 
-/** Endpoints for the lab driver: a cheap liveness probe, the pool sizes and the database's settings. */
+/** Endpoints for the lab driver: a cheap liveness probe, the pools (sizes, timeline) and the database's settings. */
+@Singleton
 class Diagnostics @Inject() (
     cc: ControllerComponents,
     system: ActorSystem,
@@ -26,13 +27,14 @@ class Diagnostics @Inject() (
   /** PostgreSQL settings that bound how many connections it can serve well. */
   private val Settings = Seq("max_connections", "shared_buffers", "work_mem", "fsync", "max_worker_processes")
 
+  // The sized copies of database.dispatcher (SizedDispatchers) report as database-N.
+  private def dispatcherIds =
+    Seq("default" -> "akka.actor.default-dispatcher", "database" -> "database.dispatcher") ++
+      sized.ids.asScala.toSeq.sortBy(_._1).map { case (threads, id) => s"database-$threads" -> id }
+
   def pools = Action {
     val pool = hikari.getHikariPoolMXBean
-    // The sized copies of database.dispatcher (SizedDispatchers) report as database-N.
-    val dispatchers = PoolReport.json(
-      sized.config.withFallback(system.settings.config),
-      Map("default" -> "akka.actor.default-dispatcher", "database" -> "database.dispatcher") ++
-        sized.ids.asScala.map { case (threads, id) => s"database-$threads" -> id })
+    val dispatchers = PoolReport.json(sized.config.withFallback(system.settings.config), dispatcherIds.toMap)
     val connections = Json.obj(
       "threads"               -> hikari.getMaximumPoolSize, // a connection serves one query at a time
       "connection_timeout_ms" -> hikari.getConnectionTimeout,
@@ -60,6 +62,27 @@ class Diagnostics @Inject() (
       "query_jitter" -> sales.queryJitter,
       "postgresql"   -> postgres))
   }
+
+  private lazy val timeline = {
+    val ids = new java.util.LinkedHashMap[String, String]()
+    dispatcherIds.foreach { case (name, id) => ids.put(name, id) }
+    val gauges = new java.util.LinkedHashMap[String, PoolTimeline.Gauge](PoolTimeline.dispatchers(system, ids))
+    val pool = hikari.getHikariPoolMXBean
+    // A query holds its connection throughout; threads that want one wait in HikariCP.
+    gauges.put("connections.active", () => pool.getActiveConnections.toLong)
+    gauges.put("connections.idle", () => pool.getIdleConnections.toLong)
+    gauges.put("connections.awaiting", () => pool.getThreadsAwaitingConnection.toLong)
+    new PoolTimeline(gauges)
+  }
+
+  def timelineStart(hz: Int) = Action {
+    try {
+      timeline.start(hz)
+      Ok(Json.obj("hz" -> hz))
+    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
+  }
+
+  def timelineStop = Action(Ok(timeline.stop()).as(JSON))
 
   /** A request's database work with no wait, `runs` times in a row: its cost alone (see SalesRepository.timeRequests). */
   def calibrate(runs: Int) = Action {

@@ -161,4 +161,20 @@ public class SalesTest {
   public void poolsMatchTheDriversSchema() throws Exception {
     PoolsSchema.assertMatches(json("/pools"));
   }
+
+  @Test
+  public void theTimelineSeesTheDatabasePoolsAtWork() throws Exception {
+    int port = server.getRunningHttpPort().getAsInt();
+    JsonNode series = TimelineCheck.record(port, () -> {
+      long until = System.nanoTime() + 300_000_000L;
+      while (System.nanoTime() < until) {
+        json("/sales?region=2");
+      }
+    }, "default.busy", "database.busy", "database.queued", "database-2.busy", "database-7.threads",
+        "connections.active", "connections.idle", "connections.awaiting");
+    // One request at a time, on the database dispatcher holding a connection for its 40 ms.
+    assertTrue(TimelineCheck.max(series, "database.busy") >= 1);
+    assertTrue(TimelineCheck.max(series, "connections.active") >= 1);
+    assertTrue(TimelineCheck.max(series, "connections.active") <= 3);
+  }
 }

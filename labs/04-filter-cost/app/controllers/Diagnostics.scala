@@ -1,14 +1,17 @@
 package controllers
 
-import javax.inject.Inject
+import javax.inject.{Inject, Singleton}
 
 import akka.actor.ActorSystem
 import filters.{Counted, LabFilters, SetupChains}
 import play.api.libs.json.{JsNull, JsNumber, JsObject, Json}
 import play.api.mvc.{AbstractController, ControllerComponents, EssentialFilter}
-import work.PoolReport
+import work.{PoolReport, PoolTimeline}
+
+import scala.jdk.CollectionConverters._
 
 /** The measured action, and what the lab driver reads about the running server. */
+@Singleton
 class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, labFilters: LabFilters,
     chains: SetupChains)
     extends AbstractController(cc) {
@@ -46,7 +49,18 @@ class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, labF
     )
   }
 
-  def pools = Action {
-    Ok(PoolReport.json(system.settings.config, Map("default" -> "akka.actor.default-dispatcher")))
+  private val Dispatchers = Map("default" -> "akka.actor.default-dispatcher")
+
+  def pools = Action(Ok(PoolReport.json(system.settings.config, Dispatchers)))
+
+  private lazy val timeline = new PoolTimeline(PoolTimeline.dispatchers(system, Dispatchers.asJava))
+
+  def timelineStart(hz: Int) = Action {
+    try {
+      timeline.start(hz)
+      Ok(Json.obj("hz" -> hz))
+    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
   }
+
+  def timelineStop = Action(Ok(timeline.stop()).as(JSON))
 }

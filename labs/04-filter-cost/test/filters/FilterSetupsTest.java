@@ -285,4 +285,22 @@ public class FilterSetupsTest {
       assertTrue(message, message.contains("plian") && message.contains("essential"));
     }
   }
+
+  @Test
+  public void theTimelineSamplesTheDefaultDispatcherBehindPlaysFilters() {
+    // Play's default filters include the CSRF filter: the driver's POSTs carry no token.
+    withSetup("play-defaults", port -> {
+      try {
+        JsonNode series = TimelineCheck.record(port, () -> {
+          long until = System.nanoTime() + 200_000_000L;
+          while (System.nanoTime() < until) {
+            assertEquals(200, get(port, "/status").statusCode());
+          }
+        }, "default.busy", "default.queued", "default.threads");
+        assertTrue(TimelineCheck.max(series, "default.threads") >= 1);
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    });
+  }
 }

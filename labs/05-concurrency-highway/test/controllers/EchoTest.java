@@ -106,4 +106,17 @@ public class EchoTest {
     assertEquals(200, response.statusCode());
     PoolsSchema.assertMatches(Json.parse(response.body()));
   }
+
+  @Test
+  public void theTimelineSeesTheLanesAtWork() throws Exception {
+    JsonNode series = TimelineCheck.record(server.getRunningHttpPort().getAsInt(), () -> {
+      long until = System.nanoTime() + 300_000_000L;
+      while (System.nanoTime() < until) {
+        assertEquals(200, post("/echo/fixed", "{}", "application/json").statusCode());
+      }
+    }, "default.busy", "default.queued", "lanes.busy", "lanes.queued", "lanes.threads");
+    // One request at a time, 50 ms on a lane: busy in most samples, never past the 3 lanes.
+    assertTrue(TimelineCheck.max(series, "lanes.busy") >= 1);
+    assertTrue(TimelineCheck.max(series, "lanes.threads") <= 3);
+  }
 }

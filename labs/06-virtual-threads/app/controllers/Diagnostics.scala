@@ -2,15 +2,18 @@ package controllers
 
 import akka.actor.ActorSystem
 import java.lang.management.ManagementFactory
-import javax.inject.Inject
+import javax.inject.{Inject, Singleton}
 import play.api.Configuration
 import play.api.libs.json.{JsNull, JsObject, Json}
 import play.api.mvc.{AbstractController, ControllerComponents}
-import work.{BlockingWork, DatabaseUnavailable, OffloadExecutionContext, PoolReport, SleepQuery, VirtualThreads}
+import work.{BlockingWork, DatabaseUnavailable, OffloadExecutionContext, PoolReport, PoolTimeline, SleepQuery,
+  VirtualThreads}
 
 import scala.concurrent.Future
+import scala.jdk.CollectionConverters._
 
-/** Endpoints for the lab driver: a cheap liveness probe, the pools and the JVM's facts, the query alone. */
+/** Endpoints for the lab driver: a cheap liveness probe, the pools (facts, timeline), the query alone. */
+@Singleton
 class Diagnostics @Inject() (
     cc: ControllerComponents,
     system: ActorSystem,
@@ -22,10 +25,10 @@ class Diagnostics @Inject() (
 
   def status = Action(Ok("ok\n"))
 
+  private val Dispatchers = Map("default" -> "akka.actor.default-dispatcher", "pool" -> "offload-dispatcher")
+
   def pools = Action {
-    val report = PoolReport.json(
-      system.settings.config,
-      Map("default" -> "akka.actor.default-dispatcher", "pool" -> "offload-dispatcher"))
+    val report = PoolReport.json(system.settings.config, Dispatchers)
     // No bound of its own: a new virtual thread for every task. The JVM cannot list
     // virtual threads by dispatcher, so there is no live_threads.
     val virtual = Json.obj(
@@ -56,6 +59,28 @@ class Diagnostics @Inject() (
       // Platform threads only: ThreadMXBean does not count virtual threads.
       "jvm_threads"          -> ManagementFactory.getThreadMXBean.getThreadCount))
   }
+
+  // Virtual threads have no pool to read: the JVM's platform threads (the timeline's own
+  // jvm_threads) show their carriers.
+  private lazy val timeline = {
+    val gauges = new java.util.LinkedHashMap[String, PoolTimeline.Gauge](PoolTimeline.dispatchers(system, Dispatchers.asJava))
+    Option(query.connectionPool).foreach { pool =>
+      // A query holds its connection throughout; threads that want one wait in HikariCP.
+      gauges.put("connections.active", () => pool.getActiveConnections.toLong)
+      gauges.put("connections.idle", () => pool.getIdleConnections.toLong)
+      gauges.put("connections.awaiting", () => pool.getThreadsAwaitingConnection.toLong)
+    }
+    new PoolTimeline(gauges)
+  }
+
+  def timelineStart(hz: Int) = Action {
+    try {
+      timeline.start(hz)
+      Ok(Json.obj("hz" -> hz))
+    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
+  }
+
+  def timelineStop = Action(Ok(timeline.stop()).as(JSON))
 
   /** The pg_sleep query alone, `runs` times one after another on one connection (SleepQuery.timeQueries). */
   def calibrate(runs: Int) = Action.async {

@@ -1,6 +1,8 @@
 package work;
 
 import com.typesafe.config.Config;
+import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.HikariPoolMXBean;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -39,6 +41,18 @@ public class SleepQuery {
 
   public boolean configured() {
     return configured;
+  }
+
+  /** HikariCP's pool, for the timeline; null without a database. */
+  public HikariPoolMXBean connectionPool() {
+    if (!configured) {
+      return null;
+    }
+    try {
+      return database.get().getDataSource().unwrap(HikariDataSource.class).getHikariPoolMXBean();
+    } catch (SQLException e) {
+      throw new IllegalStateException("the database's pool is not HikariCP's: " + e.getMessage(), e);
+    }
   }
 
   public long queryMillis() {

@@ -52,6 +52,18 @@ public class ActionsTest {
   }
 
   @Test
+  public void theTimelineSeesThePoolAtWorkAndNoDatabase() throws Exception {
+    JsonNode series = TimelineCheck.record(server.getRunningHttpPort().getAsInt(), () -> {
+      long until = System.nanoTime() + 300_000_000L;
+      while (System.nanoTime() < until) {
+        body("/blocking/pool");
+      }
+    }, "default.busy", "pool.busy", "pool.queued", "pool.threads");
+    assertTrue(TimelineCheck.max(series, "pool.busy") >= 1);
+    assertFalse(series.has("connections.active"));
+  }
+
+  @Test
   public void statusAnswers() throws Exception {
     assertEquals("ok\n", body("/status"));
   }

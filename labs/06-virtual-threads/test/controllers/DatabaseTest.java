@@ -117,6 +117,18 @@ public class DatabaseTest {
     PoolsSchema.assertMatches(pools);
   }
 
+  @Test
+  public void theTimelineSeesTheConnectionAtWork() throws Exception {
+    JsonNode series = TimelineCheck.record(server.getRunningHttpPort().getAsInt(), () -> {
+      long until = System.nanoTime() + 300_000_000L;
+      while (System.nanoTime() < until) {
+        assertEquals(200, call("/jdbc/pool").statusCode());
+      }
+    }, "pool.busy", "connections.active", "connections.idle", "connections.awaiting");
+    // One request at a time holds the only connection for most of its time.
+    assertEquals(1, TimelineCheck.max(series, "connections.active"));
+  }
+
   private static HttpResponse<String> call(String path) {
     try {
       return LabServer.get(server, path);

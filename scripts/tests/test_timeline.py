@@ -1,0 +1,114 @@
+"""The pools' timeline as the results keep it (pul.timeline): shrunk, CPU as cores busy, per pool."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from pul import timeline
+
+
+def raw(samples: int, hz: int = 20) -> dict:
+    step = 1000 // hz
+    return {"hz": hz, "dropped": 0, "series": {
+        "t_ms": [i * step for i in range(samples)],
+        # Half a core busy throughout.
+        "cpu_ms": [i * step // 2 for i in range(samples)],
+        "jvm_threads": [40] * samples,
+        "default.busy": [8] * samples,
+        "default.queued": [i for i in range(samples)],
+        "connections.awaiting": [0] * samples,
+    }}
+
+
+def test_a_short_run_keeps_every_sample_and_its_whole_numbers():
+    found = timeline.summarise(raw(80))
+    assert found["samples"] == 80 and len(found["t_s"]) == 80
+    assert found["t_s"][:3] == [0.0, 0.05, 0.1]
+    assert found["pools"]["default"] == {"busy": [8] * 80, "queued": list(range(80))}
+    assert found["pools"]["connections"]["awaiting"] == [0] * 80
+    # The first sample ends no interval: its CPU is unknown.
+    assert found["cpu_cores"][0] is None and set(found["cpu_cores"][1:]) == {0.5}
+
+
+def test_a_long_run_is_averaged_down_to_the_most_points_kept():
+    found = timeline.summarise(raw(1000), max_points=100)
+    assert found["samples"] == 1000
+    assert all(len(s) == 100 for s in (found["t_s"], found["cpu_cores"], found["jvm_threads"]))
+    # Ten samples a point: 0..9 average 4.5.
+    assert found["pools"]["default"]["queued"][:2] == [4.5, 14.5]
+    assert found["pools"]["default"]["busy"] == [8] * 100
+    assert found["cpu_cores"][1] == 0.5
+
+
+def test_unknown_cpu_and_gauges_stay_unknown():
+    data = raw(5)
+    data["series"]["cpu_ms"] = [-1] * 5
+    data["series"]["default.busy"] = [8, -1, 8, 8, 8]
+    found = timeline.summarise(data)
+    assert found["cpu_cores"] == [None] * 5
+    assert found["pools"]["default"]["busy"] == [8, None, 8, 8, 8]
+
+
+@pytest.mark.parametrize("broken", ["ragged", "unnamed"])
+def test_a_malformed_answer_is_refused(broken):
+    data = raw(5)
+    if broken == "ragged":
+        data["series"]["default.busy"] = [1, 2]
+    else:
+        data["series"]["busy"] = [1] * 5
+    with pytest.raises(ValueError):
+        timeline.summarise(data)
+
+
+def test_share_at_counts_the_points_at_a_level():
+    assert timeline.share_at([8, 8, 7, None, 8], 8) == 0.75
+    assert timeline.share_at([], 8) is None
+
+
+class FakeServer(BaseHTTPRequestHandler):
+    answers: dict = {}
+
+    def do_POST(self):
+        status, body = self.answers.get(self.path.split("?")[0], (404, b"not found"))
+        self.send_response(status)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeServer)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_start_and_finish_over_http(server):
+    FakeServer.answers = {"/timeline/start": (200, b'{"hz":20}'),
+                          "/timeline/stop": (200, json.dumps(raw(3)).encode())}
+    found = timeline.Timeline(server).start().finish()
+    assert found["samples"] == 3 and found["pools"]["default"]["busy"] == [8, 8, 8]
+
+
+def test_a_server_without_a_timeline_says_to_rebuild(server):
+    FakeServer.answers = {}
+    with pytest.raises(timeline.TimelineUnavailable, match="rebuild the lab"):
+        timeline.Timeline(server).start()
+
+
+def test_a_refused_rate_and_a_garbled_answer_are_reported(server):
+    FakeServer.answers = {"/timeline/start": (400, b'{"error":"hz must be 1..100, not 500"}'),
+                          "/timeline/stop": (200, b"<html>oops</html>")}
+    with pytest.raises(timeline.TimelineUnavailable, match="hz must be"):
+        timeline.Timeline(server, hz=500).start()
+    with pytest.raises(timeline.TimelineUnavailable, match="no timeline"):
+        timeline.Timeline(server).finish()
