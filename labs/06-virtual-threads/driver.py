@@ -33,6 +33,10 @@ JDK21 = "jdk21"
 WARMUP_SECONDS = 2
 # Warm-up and calibration rounds of the c=1000 variants.
 HIGH_WARMUP_SECONDS = 3
+# A calibration round at c=1000 sends this many times the concurrency: a round of twice it is
+# mostly its first burst of a thousand connections at once, whose CPU per request differed from
+# the measured run's by 7-17% either way in eleven runs.
+CALIBRATION_ROUND_FACTOR = 5
 # The pinned variant serves ~33 req/s: one round is enough to start it, none settles faster.
 PINNED_WARMUP_SECONDS = 3
 # Queries /calibrate times alone, after its own warm-up.
@@ -105,7 +109,8 @@ class VirtualThreads(Lab):
         # 1,000 in flight move the server's CPU per request more from round to round than 50 do
         # (0.31-0.50 ms in the same set-up): longer rounds, and the median of three calibrates.
         footprint = {"concurrency": high, "watch_listen_queue": True, "warmup_seconds": HIGH_WARMUP_SECONDS,
-                     "calibration_rounds": 3, "extra": {"group": "footprint"}}
+                     "calibration_rounds": 3, "calibration_requests": CALIBRATION_ROUND_FACTOR * high,
+                     "extra": {"group": "footprint"}}
         return [
             # Thread-bound far below the core: the JIT's progress does not move its rate, so no
             # waiting for it to settle (the next variants' warm-ups do that at ~6x the rate).

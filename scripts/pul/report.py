@@ -348,8 +348,8 @@ def timeline_sentence(v: dict, pool: str, size: int | None = None) -> str | None
     if not busy or not size:
         return None
     full = sum(x >= size for x in busy) / len(busy)
-    sentence = (f"{v['name']}: the {pool} pool had all {size} threads busy in {full:.0%} of "
-                f"{len(busy)} samples (median {sorted(busy)[len(busy) // 2]:g} busy)")
+    sentence = (f"{v['name']}: all {size} threads of `{pool}` busy in {full:.0%} of {len(busy)} timeline "
+                f"samples (median {sorted(busy)[len(busy) // 2]:g} busy)")
     if queued:
         sentence += f", with a median of {queued[len(queued) // 2]:g} tasks queued"
     return sentence + "."
