@@ -121,8 +121,8 @@ THOROUGH_DIR = "thorough"
 
 
 def timeline_figure(results: dict) -> str:
-    """No filters, ten plain Filters, ten EssentialFilters: the core held busy throughout, the
-    default dispatcher's threads never all busy (the filters' cost is CPU, not a wait)."""
+    """No filters, ten plain Filters, ten EssentialFilters: the server's core and its default
+    dispatcher over each chain's first ab run."""
     return report.timeline_svg(
         results, ["none", "plain-x10", "essential-x10"],
         [("default", "busy", "default dispatcher: busy"), ("default", "threads", "default dispatcher: threads"),

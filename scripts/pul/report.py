@@ -7,6 +7,8 @@ never show a number that no run produced.
 
 from __future__ import annotations
 
+import html
+import re
 import subprocess
 import traceback
 from pathlib import Path
@@ -66,15 +68,30 @@ def stale(lab: Lab) -> list[Path]:
             if not path.exists() or path.read_text() != content]
 
 
+def figure_title(script: str) -> str | None:
+    """The title a gnuplot script gives its figure: its multiplot's, else its first plot's."""
+    quoted = r"""(?:"([^"]*)"|'((?:[^']|'')*)')"""
+    found = (re.search(r"^set multiplot\b.*?\btitle " + quoted, script, re.M)
+             or re.search(r"^set title " + quoted, script, re.M))
+    if not found:
+        return None
+    # A single-quoted gnuplot string doubles its quotes (pul.merge writes students' text so).
+    return found.group(1) if found.group(1) is not None else found.group(2).replace("''", "'")
+
+
 def gnuplot_svg(script: str) -> str:
-    """Run a gnuplot script that writes SVG to stdout; return the SVG text."""
+    """Run a gnuplot script that writes SVG to stdout; return the SVG text, its <title> the
+    figure's own (gnuplot writes "Gnuplot"), which a screen reader announces."""
     try:
         result = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
         raise LabError("gnuplot is needed to draw the figures: apt-get install gnuplot-nox")
     if result.returncode != 0:
         raise LabError(f"gnuplot failed:\n{result.stderr}")
-    return result.stdout
+    title = figure_title(script)
+    if title is None:
+        raise LabError("a figure needs a title: its gnuplot script sets none (set title \"...\")")
+    return result.stdout.replace("<title>Gnuplot</title>", f"<title>{html.escape(title)}</title>", 1)
 
 
 SVG_TERMINAL = ('set terminal svg size {w},{h} dynamic enhanced font "Helvetica,13" background "white"\n'
@@ -282,7 +299,7 @@ OWN_POOL = "@pool"
 
 
 def timeline_svg(results: dict, names: list[str], series: list[tuple[str, str, str]], title: str,
-                 width: int = 760, panel_height: int = 210) -> str:
+                 width: int = 760, panel_height: int = 230) -> str:
     """One panel per variant in `names` (those with a timeline), over the seconds of its measured
     run: each (pool, measure, label) of `series` the variant's timeline has (OWN_POOL: the
     variant's own pool, named in the label where it says OWN_POOL), on the left axis,
@@ -315,15 +332,23 @@ def timeline_svg(results: dict, names: list[str], series: list[tuple[str, str, s
         plots.append(f'$v{index} using 1:{len(present) + 2} axes x1y2 with lines lw 1 lc rgb "#aaaaaa" '
                      f'title "server CPU (cores, right)"')
         bound = v.get("bound_by") or "nothing named"
-        panels.append(f'set title "{v["name"]}: {v["requests_per_sec"]:,.0f} req/s, bound by {bound}" font ",12"\n'
+        # Threads set the scale: a dispatcher's queue counts tasks, not requests (Akka HTTP's own
+        # work queues there too, in bursts of hundreds), and would flatten the threads' lines.
+        kept = [x for (_, measure, _), values in zip(present, columns[1:-1]) if measure != "queued"
+                for x in values if x is not None]
+        top = max(1.0, 1.25 * max(kept, default=1.0))
+        queued = [x for (_, measure, _), values in zip(present, columns[1:-1]) if measure == "queued"
+                  for x in values if x is not None]
+        cut = ", queued tasks cut off at the top" if queued and max(queued) > top else ""
+        panels.append(f'set title "{v["name"]}: {v["requests_per_sec"]:,.0f} req/s, bound by {bound}{cut}" font ",12"\n'
+                      + f"set yrange [0:{top:g}]\n"
                       + ("set xlabel \"seconds into the measured run\"\n" if index == len(variants) - 1 else "unset xlabel\n")
                       + "plot " + ", \\\n     ".join(plots))
     script = svg_header(width=width, height=panel_height * len(variants) + 40) + f"""
 set datafile missing "?"
 set grid ytics
-set key outside right top vertical Left reverse font ",10" samplen 2 spacing 0.9
+set key outside right top vertical Left reverse font ",10" samplen 2 spacing 0.9 maxcols 1
 set ylabel "threads or tasks"
-set yrange [0:*]
 set y2range [0:{cores * 1.05:g}]
 set y2tics 0, {cores / 2:g}, {cores:g} nomirror
 set ytics nomirror
@@ -356,11 +381,12 @@ def timeline_sentence(v: dict, pool: str, size: int | None = None) -> str | None
 
 
 def timeline_notes(results: dict) -> list[str]:
-    """A timeline_sentence for each variant, on the pool it ran its work on (its configured size
-    from /pools)."""
+    """A timeline_sentence for each variant, on the pool it ran its work on (its size as the
+    variant's server reported it; a set-up on a server of its own may resize it)."""
     sizes = {name: pool.get("threads") for name, pool in results["pools"]["pools"].items()}
     return [sentence for v in results["variants"] if v.get("pool")
-            and (sentence := timeline_sentence(v, v["pool"], sizes.get(v["pool"]))) is not None]
+            and (sentence := timeline_sentence(v, v["pool"], v.get("pool_threads") or sizes.get(v["pool"])))
+            is not None]
 
 
 def _pool_size(found: dict) -> int | None:

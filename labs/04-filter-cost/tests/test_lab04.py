@@ -15,6 +15,7 @@ import statistics
 
 import pytest
 
+from pul import timeline
 from pul.testing import SMOKE_RESULTS_VARIABLE, by_name, run_lab, this_lab
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
@@ -119,6 +120,14 @@ def check_the_spread_is_that_of_the_repeated_runs(results: dict, repeats: int) -
             summary = analysis["tools"][v["name"]][tool]
             assert ((summary["runs"], summary["min"], summary["median"], summary["max"])
                     == (repeat, min(rates), statistics.median(rates), max(rates))), (where, summary)
+
+
+def test_the_timeline_shows_the_core_busy(smoke):
+    """Every set-up is bound by the server's core: its JVM had most of the core in most samples of
+    its first run (a CI machine's neighbours took up to 43% of it: the steadiness probe at 57%)."""
+    for v in smoke["variants"]:
+        cores = v["timeline"]["cpu_cores"]
+        assert timeline.share_at(cores, 0.5) >= 0.6, (v["name"], cores)
 
 
 def test_the_spread_of_repeated_runs_is_recorded(smoke, repeat):
