@@ -6,6 +6,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.util.Map;
 import play.Application;
 import play.inject.guice.GuiceApplicationBuilder;
 import play.test.Helpers;
@@ -40,9 +41,16 @@ final class LabDatabase {
    * they feed as well.
    */
   static TestServer server(int queryMs, int poolSize, int dispatcherSize, int timeoutMs) {
+    return server(queryMs, poolSize, dispatcherSize, timeoutMs, Map.of());
+  }
+
+  /** The same, with more settings on top. */
+  static TestServer server(
+      int queryMs, int poolSize, int dispatcherSize, int timeoutMs, Map<String, Object> more) {
     requireDatabase();
     Application app =
         new GuiceApplicationBuilder()
+            .configure(more)
             .configure("lab.query-ms", queryMs)
             .configure("db.default.hikaricp.maximumPoolSize", poolSize)
             .configure("db.default.hikaricp.minimumIdle", poolSize)
