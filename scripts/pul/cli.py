@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checks, exercises, report, runtimes, timeline, tools
+from . import checks, exercises, profile, report, runtimes, timeline, tools
 from .errors import EXIT_CODES, LabError, UsageError
 from .lab import all_labs, resolve
 from .procs import Children, Interrupted, run_id, signals_raise
@@ -122,6 +122,10 @@ def add_run_options(parser: argparse.ArgumentParser, lab=None) -> None:
     parser.add_argument("--timeline-hz", type=int, default=timeline.DEFAULT_HZ, metavar="N",
                         help=f"sample the server's pools N times a second during each measured run, for the "
                              f"timeline figures (default {timeline.DEFAULT_HZ}; 0: no timeline)")
+    parser.add_argument("--profile", type=int, nargs="?", const=profile.DEFAULT_PERIOD_MS, default=0, metavar="MS",
+                        help=f"record the server with JDK Flight Recorder during each measured run (a stack every "
+                             f"MS ms, default {profile.DEFAULT_PERIOD_MS}) and draw each variant's flame graph "
+                             f"(needs Rust's cargo once, to install inferno)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -177,6 +181,9 @@ def cmd_run(argv: list[str]) -> int:
         raise UsageError("--time-limit must be at least 1 second")
     if not 0 <= options.timeline_hz <= timeline.MAX_HZ:
         raise UsageError(f"--timeline-hz must be 0 (no timeline) to {timeline.MAX_HZ} (got {options.timeline_hz})")
+    if options.profile and not profile.MIN_PERIOD_MS <= options.profile <= profile.MAX_PERIOD_MS:
+        raise UsageError(f"--profile takes a period of {profile.MIN_PERIOD_MS} to {profile.MAX_PERIOD_MS} ms "
+                         f"(got {options.profile})")
     if options.target is not None:
         parse_target(options.target)
         for name, given in (("--port", options.port is not None), ("--rebuild", options.rebuild),
@@ -192,7 +199,7 @@ def cmd_run(argv: list[str]) -> int:
         warmup=options.warmup, time_limit=options.time_limit, results_dir=options.results_dir,
         write_report=not options.no_report, quiet=options.quiet, settings=parse_settings(options.settings),
         target=options.target, setup_options=tuple(setup_options(argv, add_run_options)),
-        timeline_hz=options.timeline_hz), argv)
+        timeline_hz=options.timeline_hz, profile_ms=options.profile), argv)
     return 0
 
 

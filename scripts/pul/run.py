@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import limits, machine, model, report, results, runtimes, timeline, tools
+from . import limits, machine, model, profile, report, results, runtimes, timeline, tools
 from .ab import BenchRun, LoadResult, nothing_completed
 from .wrk import WrkRun
 from .checks import parse_cpu_list
@@ -58,6 +58,8 @@ class RunOptions:
     steadiness: bool = True
     # Samples a second of the server's pools during the measured runs (pul.timeline); 0: none.
     timeline_hz: int = timeline.DEFAULT_HZ
+    # Sample the server's stacks every N ms during the measured runs (pul.profile, --profile); 0: no profile.
+    profile_ms: int = 0
 
 
 def pinning(options: RunOptions) -> dict:
@@ -553,13 +555,17 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     footprint = (FootprintMeter(server.child.pid).start()
                  if step.watch_footprint and isinstance(server, Server) and server.child else None)
     pools_timeline = _start_timeline(server, options, progress)
+    profiler = _start_profile(server, options)
+    measured = False
     try:
         for repetition in range(1, step.repeat + 1):
             runs.make(lab, repetition, options, pin, raw_dir, children, progress, eta, poller)
+        measured = True
     finally:
         listen_queue = queue.finish() if queue else None
         footprint_record = footprint.finish() if footprint else None
         timeline_record = _finish_timeline(pools_timeline, progress)
+        folded = _finish_profile(profiler, measured)
     probe = poller.finish() if poller else None
     result, cpu, records = runs.summary(raw_dir, steal.share())
     if listen_queue is not None:
@@ -568,7 +574,51 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
         cpu["footprint"] = footprint_record
     if timeline_record is not None:
         cpu["timeline"] = timeline_record
+    if folded is not None:
+        cpu["profile"] = _keep_profile(step, folded, raw_dir)
     return result, probe, cpu, records
+
+
+def _start_profile(server, options: RunOptions) -> profile.Profile | None:
+    """The server's profiler, started (None: no --profile). A server without one fails the run:
+    the user asked for the flame graphs."""
+    if not options.profile_ms:
+        return None
+    try:
+        return profile.Profile(server.base_url, options.profile_ms).start()
+    except profile.ProfileUnavailable as error:
+        raise LabError(f"--profile: {error}") from None
+
+
+def _prime_profiler(server, options: RunOptions, progress: Progress) -> None:
+    """With --profile, one recording taken and thrown away before the warm-up. A JVM's first JFR
+    recording costs it far more than the ones after: the recorder starts, its classes load and
+    compile, the code it touches is compiled again (measured on lab 04: several seconds at a
+    fraction of the throughput). Done here, that happens while the warm-up waits for the JIT
+    to go quiet, not during a measured run."""
+    if options.profile_ms:
+        progress.step("starting the server's flight recorder once before the warm-up (--profile)")
+        _finish_profile(_start_profile(server, options), True)
+
+
+def _finish_profile(profiler: profile.Profile | None, measured: bool) -> profile.Folded | None:
+    """The profile's stacks; after runs that failed, only the recording stopped (their error is
+    the one to report)."""
+    if profiler is None:
+        return None
+    try:
+        return profiler.finish()
+    except profile.ProfileUnavailable as error:
+        if measured:
+            raise LabError(f"--profile: {error}") from None
+        return None
+
+
+def _keep_profile(step: Step, folded: profile.Folded, raw_dir: Path) -> dict:
+    """Write a step's folded stacks beside its raw output; its `profile` for the results."""
+    path = raw_dir / f"{step.name}.folded.gz"
+    profile.write(folded, path)
+    return profile.summarise(folded, str(path.relative_to(raw_dir.parent)))
 
 
 def _start_timeline(server, options: RunOptions, progress: Progress) -> timeline.Timeline | None:
@@ -686,6 +736,8 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
         record["footprint"] = cpu["footprint"]
     if cpu.get("timeline") is not None:
         record["timeline"] = cpu["timeline"]
+    if cpu.get("profile") is not None:
+        record["profile"] = cpu["profile"]
     return record
 
 
@@ -799,6 +851,9 @@ def _tools_and_limits(lab: Lab, steps: list[Step], options: RunOptions, remote: 
     found = tools.ensure(needed, progress)
     if not remote:
         runtimes.ensure({s.runtime for s in steps}, progress)
+    if options.profile_ms:
+        # What draws the flame graphs after the run (installed once).
+        profile.inferno(progress.step)
     # Each connection is a file descriptor in the load generator and in the server; both inherit
     # this process's limit, so raise it before starting them (and say so, or say why not).
     limit_note = limits.raise_open_files(max((s.concurrency for s in steps), default=0) + 1024)
@@ -875,7 +930,8 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
             server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
                                       pin["server_cpus"],
                                       server_properties(lab, params, setup, options.settings, services.properties),
-                                      env={**services.env, **runtimes.env(group[0].runtime)})
+                                      env={**services.env, **runtimes.env(group[0].runtime)},
+                                      extra_jvm_options=profile.JVM_OPTIONS if options.profile_ms else ())
             try:
                 server.start(children, progress)
                 pools = lab.inspect_server(server, services)
@@ -911,6 +967,7 @@ def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: 
                    progress: Progress, eta: Eta) -> list[dict]:
     """The steps that share one server: warm every one up first, then calibrate and measure each
     (or, where the steps interleave, run r of each before run r + 1 of any)."""
+    _prime_profiler(server, options, progress)
     # The JIT's work for one variant speeds up the others, so measuring right after each one's
     # own warm-up would favour whichever runs last.
     warmups = {}
@@ -969,7 +1026,7 @@ def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, serv
     `extra` is kept)."""
     steal = machine.StealMeter()
     runs = {step.name: Runs(step, server) for step in group}
-    calibrated, load_before, checked, timelines = {}, {}, {}, {}
+    calibrated, load_before, checked, timelines, folded = {}, {}, {}, {}, {}
     for repetition in range(1, max(step.repeat for step in group) + 1):
         for step in group:
             if repetition > step.repeat:
@@ -983,11 +1040,18 @@ def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, serv
             done = len(runs[step.name].made)
             # The timeline of an interleaved step covers its first run.
             sampler = _start_timeline(server, options, progress) if repetition == 1 else None
+            # The profile of an interleaved step covers all its runs, not the other steps' between them.
+            profiler = _start_profile(server, options)
+            measured = False
             try:
                 runs[step.name].make(lab, repetition, options, pin, where.raw_dir, children, progress, eta)
+                measured = True
             finally:
                 if sampler is not None:
                     timelines[step.name] = _finish_timeline(sampler, progress)
+                stacks = _finish_profile(profiler, measured)
+            if stacks is not None:
+                folded.setdefault(step.name, profile.Folded(stacks.period_ms)).add(stacks)
             for result, _, _, _, _ in runs[step.name].made[done:]:
                 checked[step.name] = {"name": step.name, "complete": result.complete, "extra": {}}
                 lab.verify_step(step, server, checked[step.name], services)
@@ -996,6 +1060,8 @@ def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, serv
     for step in group:
         result, cpu, made = runs[step.name].summary(where.raw_dir, steal_share)
         cpu = {**cpu, "load_average_before": load_before[step.name], "timeline": timelines.get(step.name)}
+        if step.name in folded:
+            cpu["profile"] = _keep_profile(step, folded[step.name], where.raw_dir)
         record = variant_record(lab, step, result, None, cpu,
                                 pools, params, where.raw_dir, where.results_dir, calibrated[step.name])
         record["interleaved"] = True
@@ -1036,10 +1102,28 @@ def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, ru
                                   "again") from error
     print(f"Results: {_display(path)} (and latest.json{', replacing the previous run' if replaces else ''}); "
           f"raw ab output in {_display(where.raw_dir)}/")
+    flames = _draw_flame_graphs(lab, data, where)
+    if flames:
+        print(f"Flame graphs (open in a browser): {', '.join(_display(p) for p in flames)}")
     if options.write_report and options.results_dir is None:
         written = report.write_lab(lab, data)
         if written:
             print(f"Book tables and figures updated: {', '.join(_display(p) for p in written)}")
+
+
+def _draw_flame_graphs(lab: Lab, data: dict, where: Where) -> list[Path]:
+    """A flame graph of each profiled variant, beside its folded stacks (VARIANT.flame.svg)."""
+    drawn = []
+    for variant in data["variants"]:
+        record = variant.get("profile")
+        if not record:
+            continue
+        folded = profile.read(profile.folded_file(where.results_dir, record))
+        path = where.raw_dir / f"{variant['name']}.flame.svg"
+        results.write_text_atomic(path, profile.flame_svg(folded, profile.title(lab.name, variant),
+                                                          profile.subtitle(record)))
+        drawn.append(path)
+    return drawn
 
 
 def _print_step(record: dict, progress: Progress) -> None:

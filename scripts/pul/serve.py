@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from . import limits, runtimes, tools
+from . import limits, profile, runtimes, tools
 from .errors import ServerFailed, UsageError
 from .lab import Lab
 from .procs import Children, run_id
@@ -69,7 +69,9 @@ def serve(lab: Lab, params: dict, options: ServeOptions, setup_options: list[str
             with lab.services(Context(children, progress, work_dir), params) as services:
                 server = Server(script, options.port, work_dir / "serve.log", pin["server_cpus"],
                                 server_properties(lab, params, props, options.settings, services.properties),
-                                host=options.listen, env={**services.env, **runtimes.env(served[0].runtime)})
+                                host=options.listen, env={**services.env, **runtimes.env(served[0].runtime)},
+                                # Deep enough stacks for a `run --target ... --profile` from the other machine.
+                                extra_jvm_options=profile.JVM_OPTIONS)
                 try:
                     server.start(children, progress)
                     progress.clear()

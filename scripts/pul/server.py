@@ -277,8 +277,10 @@ class Server:
 
     def __init__(self, script: Path, port: int, log_path: Path, server_cpus: str | None,
                  properties: dict[str, str], heap: str = "1g", host: str = "127.0.0.1",
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, extra_jvm_options: tuple[str, ...] = ()):
         self.script = script
+        # JVM options on top of jvm_options() (a profiled server's deeper JFR stacks).
+        self.extra_jvm_options = extra_jvm_options
         self.host = host
         self.port = port
         self.log_path = log_path
@@ -312,7 +314,7 @@ class Server:
         return args
 
     def jvm_options(self) -> tuple[str, ...]:
-        return jvm_options(self.server_cpus)
+        return (*jvm_options(self.server_cpus), *self.extra_jvm_options)
 
     def child_env(self) -> dict[str, str]:
         """The server's environment: the driver's, self.env, and a secret generated per start (the

@@ -29,6 +29,7 @@ CANONICAL = {
     "PoolsSchema.java": "test",  # the Play tests' check of the live /pools against the schema
     "PoolTimeline.java": "app",  # the pools' timeline during a measured run (every lab)
     "TimelineCheck.java": "test",  # the Play tests' check of a live timeline's shape
+    "CpuProfile.java": "app",  # the JFR profile of a measured run, for its flame graph (every lab)
 }
 
 # Keys /pools gained after some committed runs were recorded: with `scripts/lab serve` (runs

@@ -2,6 +2,7 @@ package controllers;
 
 import akka.actor.ActorSystem;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -18,6 +19,7 @@ import play.libs.concurrent.ClassLoaderExecutionContext;
 import play.mvc.Controller;
 import play.mvc.Result;
 import work.BlockingWork;
+import work.CpuProfile;
 import work.PoolReport;
 import work.PoolTimeline;
 
@@ -66,6 +68,26 @@ public class Diagnostics extends Controller {
 
   public Result timelineStop() {
     return ok(timeline().stop()).as("application/json");
+  }
+
+  // A JDK Flight Recorder profile of the measured runs, for their flame graph (scripts/lab run --profile).
+  private final CpuProfile profile = new CpuProfile();
+
+  public Result profileStart(int periodMs) {
+    try {
+      profile.start(periodMs);
+      return ok(Json.newObject().put("period_ms", periodMs));
+    } catch (IllegalArgumentException e) {
+      return badRequest(Json.newObject().put("error", e.getMessage()));
+    }
+  }
+
+  public Result profileStop() throws IOException {
+    try {
+      return ok(profile.stop()).as("text/plain");
+    } catch (IllegalStateException e) {
+      return status(CONFLICT, Json.newObject().put("error", e.getMessage()));
+    }
   }
 
   public Result status() {

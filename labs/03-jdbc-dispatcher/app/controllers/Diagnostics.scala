@@ -2,7 +2,7 @@ package controllers
 
 import akka.actor.ActorSystem
 import com.zaxxer.hikari.HikariDataSource
-import database.{PoolReport, PoolTimeline, SalesRepository, SizedDispatchers}
+import database.{CpuProfile, PoolReport, PoolTimeline, SalesRepository, SizedDispatchers}
 import javax.inject.{Inject, Singleton}
 import play.api.db.Database
 import play.api.libs.json.{JsObject, Json}
@@ -83,6 +83,21 @@ class Diagnostics @Inject() (
   }
 
   def timelineStop = Action(Ok(timeline.stop()).as(JSON))
+
+  // A JDK Flight Recorder profile of the measured runs, for their flame graph (scripts/lab run --profile).
+  private lazy val profile = new CpuProfile
+
+  def profileStart(periodMs: Int) = Action {
+    try {
+      profile.start(periodMs)
+      Ok(Json.obj("period_ms" -> periodMs))
+    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
+  }
+
+  def profileStop = Action {
+    try Ok(profile.stop()).as(TEXT)
+    catch { case e: IllegalStateException => Conflict(Json.obj("error" -> e.getMessage)) }
+  }
 
   /** A request's database work with no wait, `runs` times in a row: its cost alone (see SalesRepository.timeRequests). */
   def calibrate(runs: Int) = Action {

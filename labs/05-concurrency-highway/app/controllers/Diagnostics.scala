@@ -4,7 +4,7 @@ import akka.actor.ActorSystem
 import javax.inject.{Inject, Singleton}
 import play.api.libs.json.Json
 import play.api.mvc.{AbstractController, ControllerComponents}
-import work.{Lanes, PoolReport, PoolTimeline}
+import work.{CpuProfile, Lanes, PoolReport, PoolTimeline}
 
 import scala.jdk.CollectionConverters._
 
@@ -31,4 +31,19 @@ class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, lane
   }
 
   def timelineStop = Action(Ok(timeline.stop()).as(JSON))
+
+  // A JDK Flight Recorder profile of the measured runs, for their flame graph (scripts/lab run --profile).
+  private lazy val profile = new CpuProfile
+
+  def profileStart(periodMs: Int) = Action {
+    try {
+      profile.start(periodMs)
+      Ok(Json.obj("period_ms" -> periodMs))
+    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
+  }
+
+  def profileStop = Action {
+    try Ok(profile.stop()).as(TEXT)
+    catch { case e: IllegalStateException => Conflict(Json.obj("error" -> e.getMessage)) }
+  }
 }

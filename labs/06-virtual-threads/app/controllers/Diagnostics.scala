@@ -6,8 +6,8 @@ import javax.inject.{Inject, Singleton}
 import play.api.Configuration
 import play.api.libs.json.{JsNull, JsObject, Json}
 import play.api.mvc.{AbstractController, ControllerComponents}
-import work.{BlockingWork, DatabaseUnavailable, OffloadExecutionContext, PoolReport, PoolTimeline, SleepQuery,
-  VirtualThreads}
+import work.{BlockingWork, CpuProfile, DatabaseUnavailable, OffloadExecutionContext, PoolReport, PoolTimeline,
+  SleepQuery, VirtualThreads}
 
 import scala.concurrent.Future
 import scala.jdk.CollectionConverters._
@@ -81,6 +81,21 @@ class Diagnostics @Inject() (
   }
 
   def timelineStop = Action(Ok(timeline.stop()).as(JSON))
+
+  // A JDK Flight Recorder profile of the measured runs, for their flame graph (scripts/lab run --profile).
+  private lazy val profile = new CpuProfile
+
+  def profileStart(periodMs: Int) = Action {
+    try {
+      profile.start(periodMs)
+      Ok(Json.obj("period_ms" -> periodMs))
+    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
+  }
+
+  def profileStop = Action {
+    try Ok(profile.stop()).as(TEXT)
+    catch { case e: IllegalStateException => Conflict(Json.obj("error" -> e.getMessage)) }
+  }
 
   /** The pg_sleep query alone, `runs` times one after another on one connection (SleepQuery.timeQueries). */
   def calibrate(runs: Int) = Action.async {
