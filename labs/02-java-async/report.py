@@ -76,6 +76,7 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab02-summary.md": summary,
         "book/src/figures/lab02-throughput.svg": throughput_figure(results),
         "book/src/figures/lab02-timeline.svg": timeline_figure(results),
+        **profile_outputs(lab, results),
     }
 
 
@@ -95,3 +96,29 @@ def throughput_figure(results: dict) -> str:
     return report.measured_vs_predicted_svg(
         results, f"Lab 02: {params['work_ms']} ms of blocking work per request, "
                  f"{params['concurrency']} requests in flight", width=820)
+
+
+# -- where the CPU goes, and where a profiler cannot look (the committed --profile run) ---
+
+# A new thread per task against a pool of them; the chapter's flame graph is the first.
+PROFILED = ["commonpool-jvm-default", "custom-ec"]
+FLAME_GRAPH = "commonpool-jvm-default"
+PROFILE_COLUMNS = [
+    ("the request's task (work/)", lambda f: f.startswith("work/")),
+    ("CompletableFuture", lambda f: f.startswith("java/util/concurrent/CompletableFuture")),
+    ("a thread starting (Thread.start)", lambda f: f.startswith("java/lang/Thread.start")),
+    ("Play's server", lambda f: f.startswith("play/core/server/")),
+]
+
+
+def profile_outputs(lab, main: dict) -> dict[str, str]:
+    """The flame graph and the table of the committed --profile run (results/profile)."""
+    run = report.profiled_run(lab)
+    if run is None:
+        return {}
+    return {
+        "book/src/generated/lab02-profile.md": report.profile_markdown(lab, run, PROFILED, PROFILE_COLUMNS, main)
+        + "\n" + report.extra_cpu_sentence(run, "commonpool-jvm-default", "custom-ec", "With a thread per request",
+                                           "on custom-ec's pool", "a thread per request") + "\n",
+        **report.flame_figures(lab, run, {"book/src/figures/lab02-flame.svg": FLAME_GRAPH}),
+    }

@@ -110,6 +110,31 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/figures/lab04-timeline.svg": timeline_figure(results),
         "book/src/generated/lab04-bounds.md": report.bounds_markdown(results),
         "book/src/generated/lab04-modes.md": modes_text(results, report.committed_run(lab, THOROUGH_DIR)),
+        **profile_outputs(lab, results),
+    }
+
+
+# -- where the CPU goes (the committed --profile run) ----------------------------------
+
+# The set-ups of the profiled run, and the two the chapter's flame graphs show.
+PROFILED = ["none", "plain-x10", "essential-x10", "java-plain-x10", "java-essential-x10"]
+FLAME_GRAPHS = ["plain-x10", "java-plain-x10"]
+# Where a chain of plain Filters spends its samples (a sample counts when its stack has such a frame).
+PROFILE_COLUMNS = [
+    ("Play's FlattenedAccumulator", lambda f: f.startswith("play/api/libs/streams/FlattenedAccumulator")),
+    ("Akka Streams' materializer", lambda f: f.startswith("akka/stream/impl/PhasedFusingActorMaterializer")),
+    ("a new actor's bookkeeping (akka/actor/dungeon/Children)", lambda f: f.startswith("akka/actor/dungeon/Children")),
+]
+
+
+def profile_outputs(lab, main: dict) -> dict[str, str]:
+    """The flame graphs and the table of the committed --profile run (results/profile)."""
+    run = report.profiled_run(lab)
+    if run is None:
+        return {}
+    return {
+        "book/src/generated/lab04-profile.md": report.profile_markdown(lab, run, PROFILED, PROFILE_COLUMNS, main),
+        **report.flame_figures(lab, run, {f"book/src/figures/lab04-flame-{name}.svg": name for name in FLAME_GRAPHS}),
     }
 
 

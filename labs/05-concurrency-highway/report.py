@@ -158,6 +158,35 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/figures/lab05-latency.svg": latency_figure(results),
         "book/src/figures/lab05-timeline.svg": timeline_figure(results),
         "book/src/generated/lab05-edges.md": edges_text(report.committed_run(lab, EDGES_DIR)),
+        **profile_outputs(lab, results),
+    }
+
+
+# -- where the echo's CPU goes (the committed --profile run) -----------------------------
+
+# One request at a time, and the ladder's plateau, where the core is the bound; the chapter's
+# flame graph is the plateau's.
+PROFILED = ["c=1", "c=64"]
+FLAME_GRAPH = "c=64"
+PROFILE_COLUMNS = [
+    ("Akka HTTP: parsing", lambda f: f.startswith("akka/http/impl/engine/parsing/")),
+    ("Akka HTTP: rendering", lambda f: f.startswith("akka/http/impl/engine/rendering/")),
+    ("Play JSON and Jackson", lambda f: f.startswith(("play/api/libs/json/", "com/fasterxml/jackson/"))),
+    ("Play's body parser", lambda f: f.startswith("play/api/mvc/BodyParsers") or "BodyParser" in f),
+    ("the echo action", lambda f: f.startswith("controllers/Echo")),
+]
+
+
+def profile_outputs(lab, main: dict) -> dict[str, str]:
+    """The flame graph and the table of the committed --profile run (results/profile)."""
+    run = report.profiled_run(lab)
+    if run is None:
+        return {}
+    return {
+        "book/src/generated/lab05-profile.md": report.profile_markdown(lab, run, PROFILED, PROFILE_COLUMNS, main)
+        + "\n" + report.extra_cpu_sentence(run, "c=1", "c=64", "With one request in flight", "at c = 64",
+                                           "a lone request") + "\n",
+        **report.flame_figures(lab, run, {"book/src/figures/lab05-flame.svg": FLAME_GRAPH}),
     }
 
 
@@ -388,3 +417,4 @@ def throughput_figure(results: dict) -> str:
 
 def latency_figure(results: dict) -> str:
     return _figure(results, "latency")
+

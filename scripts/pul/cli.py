@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from . import checks, exercises, profile, report, runtimes, timeline, tools
-from .errors import EXIT_CODES, LabError, UsageError
+from .errors import EXIT_CODES, LabError, MissingTool, UsageError
 from .lab import all_labs, resolve
 from .procs import Children, Interrupted, run_id, signals_raise
 from .progress import Progress
@@ -122,7 +122,7 @@ def add_run_options(parser: argparse.ArgumentParser, lab=None) -> None:
     parser.add_argument("--timeline-hz", type=int, default=timeline.DEFAULT_HZ, metavar="N",
                         help=f"sample the server's pools N times a second during each measured run, for the "
                              f"timeline figures (default {timeline.DEFAULT_HZ}; 0: no timeline)")
-    parser.add_argument("--profile", type=int, nargs="?", const=profile.DEFAULT_PERIOD_MS, default=0, metavar="MS",
+    parser.add_argument("--profile", type=int, nargs="?", const=profile.DEFAULT_PERIOD_MS, default=None, metavar="MS",
                         help=f"record the server with JDK Flight Recorder during each measured run (a stack every "
                              f"MS ms, default {profile.DEFAULT_PERIOD_MS}) and draw each variant's flame graph "
                              f"(needs Rust's cargo once, to install inferno)")
@@ -181,7 +181,7 @@ def cmd_run(argv: list[str]) -> int:
         raise UsageError("--time-limit must be at least 1 second")
     if not 0 <= options.timeline_hz <= timeline.MAX_HZ:
         raise UsageError(f"--timeline-hz must be 0 (no timeline) to {timeline.MAX_HZ} (got {options.timeline_hz})")
-    if options.profile and not profile.MIN_PERIOD_MS <= options.profile <= profile.MAX_PERIOD_MS:
+    if options.profile is not None and not profile.MIN_PERIOD_MS <= options.profile <= profile.MAX_PERIOD_MS:
         raise UsageError(f"--profile takes a period of {profile.MIN_PERIOD_MS} to {profile.MAX_PERIOD_MS} ms "
                          f"(got {options.profile})")
     if options.target is not None:
@@ -199,7 +199,7 @@ def cmd_run(argv: list[str]) -> int:
         warmup=options.warmup, time_limit=options.time_limit, results_dir=options.results_dir,
         write_report=not options.no_report, quiet=options.quiet, settings=parse_settings(options.settings),
         target=options.target, setup_options=tuple(setup_options(argv, add_run_options)),
-        timeline_hz=options.timeline_hz, profile_ms=options.profile), argv)
+        timeline_hz=options.timeline_hz, profile_ms=options.profile or 0), argv)
     return 0
 
 
@@ -261,6 +261,13 @@ def cmd_report(argv: list[str]) -> int:
     parser.add_argument("--check", action="store_true")
     options = parser.parse_args(argv[1:])
     labs = [resolve(name) for name in options.labs] or [lab for _, _, lab in all_labs() if lab]
+    profiled = [lab.name for lab in labs if report.profiled_run(lab) is not None]
+    if profiled and not profile.can_draw():
+        message = (f"the flame graphs of {', '.join(profiled)} are drawn by inferno {profile.INFERNO_VERSION}, "
+                   "which needs Rust's cargo to install (https://rustup.rs)")
+        if options.check:
+            raise MissingTool(f"cannot check them: {message}")
+        print(f"note: leaving them as they are: {message}", file=sys.stderr)
     if options.check:
         stale = [path for lab in labs for path in report.stale(lab)]
         for path in stale:

@@ -7,15 +7,13 @@ one line per distinct stack, root first, frames separated by ';', then the numbe
 The root frame is the thread's pool. Over HTTP, so that a server on another machine can be
 profiled too.
 
-The folded stacks go beside the run's raw output (VARIANT.folded.gz: a few hundred KB at most
-where a flame graph's SVG is megabytes); the variant's `profile` in the results names the file
-and keeps the counts. The flame graphs are drawn by inferno's `inferno-flamegraph` (crates.io,
-a Rust port of Brendan Gregg's FlameGraph), pinned and installed once into the user's cache with
-cargo: its SVG is static (no browser needed to draw it), takes our folded stacks as they are,
-and colours each frame from a palette map we give it (whose code the frame is: LAYERS), the
-same in every run. async-profiler's
-converter (Maven Central) draws HTML pages on a canvas only, which a book cannot include as a
-figure.
+The folded stacks go beside the run's raw output (VARIANT.folded.gz, gzipped: tens of KB); the
+variant's `profile` in the results names the file and keeps the counts. The flame graphs are
+drawn by inferno's `inferno-flamegraph` (crates.io, a Rust port of Brendan Gregg's FlameGraph),
+pinned and installed once into the user's cache with cargo: its SVG is static (a book can
+include it as a figure), it takes our folded stacks as they are, and it colours each frame from
+a palette map we give it (whose code the frame is: LAYERS), the same in every run.
+async-profiler's converter (Maven Central) draws only HTML pages on a canvas.
 """
 
 from __future__ import annotations
@@ -39,8 +37,9 @@ from .server import http_fetch
 DEFAULT_PERIOD_MS = 10
 # The server's limits (CpuProfile.MIN_PERIOD_MS, MAX_PERIOD_MS).
 MIN_PERIOD_MS, MAX_PERIOD_MS = 1, 1000
-# JFR keeps 64 frames of a stack by default; Play's, through Akka HTTP and a chain of filters, go
-# deeper. A profiled server starts with room for this many (the JVM's limit is 2048).
+# JFR keeps 64 frames of a stack by default (measured: without this option lab 04's deepest
+# stacks stopped at 64, cut short; with it they reach 98). A profiled server starts with room for
+# this many.
 STACK_DEPTH = 1024
 JVM_OPTIONS = (f"-XX:FlightRecorderOptions:stackdepth={STACK_DEPTH}",)
 # The most a folded file may hold once unpacked (a results file is untrusted input).
@@ -64,6 +63,8 @@ class Folded:
     stacks: dict[str, int] = field(default_factory=dict)
     truncated: int = 0
     deepest: int = 0
+    # The server's CPU time while it recorded (None: unknown); not in the folded file.
+    cpu_seconds: float | None = None
 
     @property
     def samples(self) -> int:
@@ -76,6 +77,8 @@ class Folded:
             self.stacks[stack] = self.stacks.get(stack, 0) + count
         self.truncated += other.truncated
         self.deepest = max(self.deepest, other.deepest)
+        if other.cpu_seconds is not None:
+            self.cpu_seconds = (self.cpu_seconds or 0.0) + other.cpu_seconds
 
     def text(self) -> str:
         """The collapsed format, with the header CpuProfile writes, lines sorted (same stacks,
@@ -121,10 +124,13 @@ def _count(value: str, where: str) -> int:
 class Profile:
     """Starts the server's profiler and takes its stacks."""
 
-    def __init__(self, base_url: str, period_ms: int = DEFAULT_PERIOD_MS, timeout: float = 60):
+    def __init__(self, base_url: str, period_ms: int = DEFAULT_PERIOD_MS, timeout: float = 60, cpu=None):
         self.base_url, self.period_ms, self.timeout = base_url.rstrip("/"), period_ms, timeout
+        # The server's CPU seconds so far (a callable), read at start and before the stop.
+        self.cpu, self.cpu_before = cpu, None
 
     def start(self) -> "Profile":
+        self.cpu_before = self.cpu() if self.cpu else None
         answer = http_fetch(f"{self.base_url}/profile/start?period_ms={self.period_ms}", self.timeout, method="POST")
         if answer.status == 404:
             raise ProfileUnavailable(f"{self.base_url} has no /profile/start (rebuild the lab: scripts/lab build)")
@@ -133,13 +139,17 @@ class Profile:
         return self
 
     def finish(self) -> Folded:
+        # Before the stop: reading the recording back costs the server CPU of its own.
+        cpu = self.cpu() - self.cpu_before if self.cpu_before is not None else None
         answer = http_fetch(f"{self.base_url}/profile/stop", self.timeout, method="POST")
         if not answer.ok:
             raise ProfileUnavailable(f"POST /profile/stop: {answer.describe()}")
         try:
-            return parse(answer.body.decode(), "POST /profile/stop")
+            folded = parse(answer.body.decode(), "POST /profile/stop")
         except (UnicodeDecodeError, ValueError) as error:
             raise ProfileUnavailable(f"POST /profile/stop answered no profile ({error})") from None
+        folded.cpu_seconds = None if cpu is None else round(cpu, 3)
+        return folded
 
 
 def write(folded: Folded, path: Path) -> None:
@@ -189,6 +199,12 @@ def summarise(folded: Folded, file: str) -> dict:
     return {
         "period_ms": folded.period_ms,
         "samples": total,
+        "server_cpu_seconds": folded.cpu_seconds,
+        # Samples x period over the CPU time: roughly the share of the CPU spent in Java code (a
+        # thread in Java code but waiting for the core counts too; the kernel, the JIT compiler
+        # and the garbage collector never do).
+        "java_share": (round(total * folded.period_ms / 1000 / folded.cpu_seconds, 3)
+                       if folded.cpu_seconds else None),
         "truncated": folded.truncated,
         "deepest": folded.deepest,
         "file": file,
@@ -224,6 +240,11 @@ def inferno_dir() -> Path:
 def _cargo() -> str | None:
     return shutil.which("cargo") or next(
         (str(p) for p in [Path.home() / ".cargo" / "bin" / "cargo"] if p.is_file() and os.access(p, os.X_OK)), None)
+
+
+def can_draw() -> bool:
+    """Whether flame graphs can be drawn here: inferno installed, or cargo to install it."""
+    return (inferno_dir() / "bin" / "inferno-flamegraph").is_file() or _cargo() is not None
 
 
 def inferno(say=print) -> Path:

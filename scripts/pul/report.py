@@ -392,3 +392,102 @@ def timeline_notes(results: dict) -> list[str]:
 def _pool_size(found: dict) -> int | None:
     threads = [x for x in found.get("threads", []) if x is not None]
     return int(max(threads)) if threads else None
+
+
+# -- flame graphs from a committed --profile run --------------------------------------
+
+# The profiled run a lab's report draws its flame graphs from (`scripts/lab run NN --profile
+# ... --results-dir labs/NN-*/results/profile --no-report`): a run of its own, so that the
+# recorder's cost never touches the numbers of the lab's main run.
+PROFILE_DIR = "profile"
+
+
+def profiled_run(lab) -> dict | None:
+    return committed_run(lab, PROFILE_DIR)
+
+
+def profiled_variant(run: dict, name: str) -> dict:
+    """A variant of the profiled run, which must have been profiled."""
+    for v in run["variants"]:
+        if v["name"] == name:
+            if not v.get("profile"):
+                raise BadResults(f"the profiled run's {name} has no profile: was it run with --profile?")
+            return v
+    raise BadResults(f"the profiled run has no variant {name!r} (it has {', '.join(v['name'] for v in run['variants'])})")
+
+
+def profile_stacks(lab, v: dict):
+    """The folded stacks of a variant of the lab's profiled run, read and checked."""
+    from . import profile
+    return profile.read(profile.folded_file(lab.dir / "results" / PROFILE_DIR, v["profile"]))
+
+
+def flame_figures(lab, run: dict, figures: dict[str, str], width: int = 1000, min_width: float = 0.5
+                  ) -> dict[str, str]:
+    """{book file: the flame graph of a variant of the lab's profiled run} for {book file:
+    variant name} (pul.profile.flame_svg), leaving out frames under `min_width` percent (5 px at
+    1,000 px: too narrow to read, and they weigh on the page). Where they cannot be drawn (no inferno, and no cargo
+    to install it: a lab VM), none: the committed figures stay as they are, drawn from the
+    committed profiled run that a lab's own runs never replace."""
+    from . import profile
+    if not profile.can_draw():
+        return {}
+    drawn = {}
+    for path, name in figures.items():
+        v = profiled_variant(run, name)
+        drawn[path] = profile.flame_svg(profile_stacks(lab, v), profile.title(lab.name, v),
+                                        profile.subtitle(v["profile"]), width=width, min_width=min_width)
+    return drawn
+
+
+def profile_markdown(lab, run: dict, names: list[str], columns: list[tuple[str, object]],
+                     main: dict | None = None) -> str:
+    """A table of the profiled variants: throughput (and the lab's main, unprofiled run's, when
+    given: what the recorder cost, give or take two runs' spread), samples, and each column's
+    share of the samples (a column: (heading, predicate on a frame), a sample counting when any
+    frame of its stack matches), then the run's machine line and command."""
+    from . import profile
+    from .results import machine_line
+    unprofiled = {v["name"]: v["requests_per_sec"] for v in (main or {}).get("variants", [])}
+    # The JIT compiler's threads are not Java threads: their share of the core is CPU no sample shows.
+    head = ["set-up", "req/s", *(["req/s in the main run (no profile)"] if main else []), "server CPU ms/req",
+            "JIT's share of the core", "samples", "Java code's share of the CPU (about)",
+            "Java code ms/req (about)", *[c[0] for c in columns]]
+    lines = ["| " + " | ".join(head) + " |", "|:---|" + "---:|" * (len(head) - 1)]
+    for name in names:
+        v = profiled_variant(run, name)
+        stacks = profile_stacks(lab, v)
+        shares = [f"{profile.share_under(stacks, match):.0%}" for _, match in columns]
+        jit = "–" if v.get("jit_share") is None else f"{v['jit_share']:.0%}"
+        java = v["profile"].get("java_share")
+        plain = ([f"{unprofiled[name]:,.0f}" if name in unprofiled else "–"] if main else [])
+        lines.append(f"| {name} | {v['requests_per_sec']:,.0f} | " + "".join(f"{x} | " for x in plain)
+                     + f"{v['server_cpu_ms_per_request']:.3f} | {jit} | "
+                     f"{v['profile']['samples']:,} | {_share(java)} | "
+                     + ("–" if java is None else f"{java * v['server_cpu_ms_per_request']:.3f}") + " | "
+                     + " | ".join(shares) + " |")
+    return ("\n".join(lines) + "\n\n" + machine_line(run) + f" Command: `{run['command']}`.\n")
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def extra_cpu_sentence(run: dict, name: str, against: str, says: str, against_says: str, what: str) -> str:
+    """How much of the extra CPU per request variant `name` costs over `against`, in the lab's
+    profiled run, is Java code (java_share x CPU per request, each about), and how much is where
+    no execution sample looks."""
+    one, other = profiled_variant(run, name), profiled_variant(run, against)
+    cpu = one["server_cpu_ms_per_request"], other["server_cpu_ms_per_request"]
+    shares = one["profile"].get("java_share"), other["profile"].get("java_share")
+    if None in shares:
+        return "The profiled run did not time the server's CPU, so it cannot say how much of it was Java code."
+    java = shares[0] * cpu[0], shares[1] * cpu[1]
+    text = (f"{says}, the server spent {cpu[0]:.3f} ms of CPU per request against {cpu[1]:.3f} ms {against_says}, "
+            f"and about {java[0]:.3f} ms against {java[1]:.3f} ms of it in Java code.")
+    extra = cpu[0] - cpu[1]
+    if extra <= 0:
+        return text + f" In this run {what} cost no more CPU per request."
+    java_part = min(1.0, max(0.0, java[0] - java[1]) / extra)
+    return (text + f" So about {java_part:.0%} of the extra CPU {what} costs is Java code, and the rest, "
+            f"{1 - java_part:.0%}, is where no execution sample looks: the kernel and the JVM's own work.")

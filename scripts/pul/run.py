@@ -585,7 +585,7 @@ def _start_profile(server, options: RunOptions) -> profile.Profile | None:
     if not options.profile_ms:
         return None
     try:
-        return profile.Profile(server.base_url, options.profile_ms).start()
+        return profile.Profile(server.base_url, options.profile_ms, cpu=server.cpu_seconds).start()
     except profile.ProfileUnavailable as error:
         raise LabError(f"--profile: {error}") from None
 

@@ -263,3 +263,9 @@ def test_build_refuses_an_unknown_lab_before_building_any(tmp_path):
 
 def test_build_refuses_an_unknown_option(tmp_path):
     assert_refused(lab_quickly(tmp_path, "build", "--fast"), "unrecognized arguments: --fast")
+
+
+@pytest.mark.parametrize("period", ["0", "1001"])
+def test_a_profile_period_the_server_would_refuse_is_refused_first(tmp_path, period):
+    assert_refused(_run_01(tmp_path, "--results-dir", str(tmp_path / "r"), "--profile", period),
+                   "--profile takes a period of 1 to 1000 ms")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -40,9 +42,11 @@ def test_parse_names_what_is_wrong(text, complaint):
 
 def test_profiles_of_several_runs_add_up():
     total = profile.Folded(10)
-    total.add(profile.parse(ANSWER))
-    total.add(profile.parse(ANSWER))
-    assert total.samples == 12 and total.truncated == 2 and total.deepest == 5
+    one = profile.parse(ANSWER)
+    one.cpu_seconds = 1.5
+    total.add(one)
+    total.add(one)
+    assert total.samples == 12 and total.truncated == 2 and total.deepest == 5 and total.cpu_seconds == 3.0
     with pytest.raises(ValueError, match="every 20 ms"):
         total.add(profile.Folded(20, {"[a];b": 1}))
 
@@ -77,6 +81,11 @@ def test_a_results_file_cannot_point_outside_its_folder(tmp_path, name):
 def test_the_summary_gives_each_pool_and_the_hottest_frames_their_share():
     summary = profile.summarise(profile.parse(ANSWER), "run/x.folded.gz")
     assert summary["samples"] == 6 and summary["file"] == "run/x.folded.gz"
+    assert summary["server_cpu_seconds"] is None and summary["java_share"] is None
+    timed = profile.parse(ANSWER)
+    timed.cpu_seconds = 0.2
+    # 6 samples, 10 ms apart: 60 ms of Java code in 200 ms of CPU.
+    assert profile.summarise(timed, "run/x.folded.gz")["java_share"] == 0.3
     assert summary["pools"] == [{"pool": "[application-akka.actor.default-dispatcher-N]", "share": 0.8333},
                                 {"pool": "[pool-N-thread-N]", "share": 0.1667}]
     assert summary["hottest"][0] == {"frame": "controllers/Diagnostics.status", "share": 0.5}
@@ -115,3 +124,48 @@ def test_the_flame_graph_draws_each_frame_as_wide_as_its_samples():
     assert widths["controllers/Diagnostics.status"] == pytest.approx(50, abs=1)
     assert widths["akka/dispatch/Mailbox.run"] == pytest.approx(83.3, abs=1)
     assert widths["[pool-N-thread-N]"] == pytest.approx(16.7, abs=1)
+
+
+class FakeServer(BaseHTTPRequestHandler):
+    answers: dict = {}
+
+    def do_POST(self):
+        status, body = self.answers.get(self.path.split("?")[0], (404, b"not found"))
+        self.send_response(status)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeServer)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_start_and_finish_over_http_with_the_cpu_in_between(server):
+    FakeServer.answers = {"/profile/start": (200, b'{"period_ms":10}'), "/profile/stop": (200, ANSWER.encode())}
+    clock = iter([10.0, 10.25])
+    folded = profile.Profile(server, cpu=lambda: next(clock)).start().finish()
+    assert folded.samples == 6 and folded.cpu_seconds == 0.25
+
+
+def test_a_server_without_a_profiler_says_to_rebuild(server):
+    FakeServer.answers = {}
+    with pytest.raises(profile.ProfileUnavailable, match="rebuild the lab"):
+        profile.Profile(server).start()
+
+
+def test_a_refused_period_and_a_garbled_answer_are_reported(server):
+    FakeServer.answers = {"/profile/start": (400, b'{"error":"period_ms must be 1..1000, not 0"}'),
+                          "/profile/stop": (200, b"<html>oops</html>")}
+    with pytest.raises(profile.ProfileUnavailable, match="period_ms must be"):
+        profile.Profile(server, period_ms=0).start()
+    with pytest.raises(profile.ProfileUnavailable, match="no profile"):
+        profile.Profile(server).finish()

@@ -37,10 +37,10 @@ public final class CpuProfile {
   public static final int MIN_PERIOD_MS = 1;
   public static final int MAX_PERIOD_MS = 1_000;
 
-  // A lambda's hidden class is numbered anew in every JVM ("Foo$$Lambda$123+0x0000000800c4" on
-  // JDK 17, "Foo$$Lambda/0x..." on 21): without the numbers, the same code folds into the same
-  // frame in every run.
-  private static final Pattern LAMBDA = Pattern.compile("\\$\\$Lambda(\\$\\d+)?[/+.]0x[0-9a-f]+");
+  // A lambda's class is numbered anew in every JVM ("Foo$$Lambda$123+0x0000000800c4",
+  // "Foo$$Lambda/388343719" on JDK 17, "Foo$$Lambda/0x..." on 21): without the numbers, the same
+  // code folds into the same frame in every run.
+  private static final Pattern LAMBDA = Pattern.compile("\\$\\$Lambda(\\$\\d+)?[/+.](0x[0-9a-f]+|\\d+)");
   private static final Pattern NUMBER = Pattern.compile("\\d+");
 
   private Recording recording;
@@ -55,10 +55,12 @@ public final class CpuProfile {
     close();
     this.periodMs = periodMs;
     // Only the execution samples: no other event's cost or size.
+    // ANCHOR: start
     recording = new Recording();
     recording.setName("play-under-load-cpu-profile");
     recording.enable("jdk.ExecutionSample").withPeriod(Duration.ofMillis(periodMs)).withStackTrace();
     recording.start();
+    // ANCHOR_END: start
   }
 
   /** Stops the recording and answers its stacks, folded (see the class comment). */
@@ -91,6 +93,7 @@ public final class CpuProfile {
         }
         samples++;
         truncated += trace.isTruncated() ? 1 : 0;
+        // ANCHOR: fold
         List<RecordedFrame> frames = trace.getFrames();
         deepest = Math.max(deepest, frames.size());
         StringBuilder stack = new StringBuilder(pool(event.getThread("sampledThread")));
@@ -98,6 +101,7 @@ public final class CpuProfile {
           stack.append(';').append(frame(frames.get(i)));
         }
         stacks.merge(stack.toString(), 1L, Long::sum);
+        // ANCHOR_END: fold
       }
     }
     StringBuilder out = new StringBuilder()
