@@ -117,8 +117,6 @@ def profile_outputs(lab, main: dict) -> dict[str, str]:
     if run is None:
         return {}
     return {
-        "book/src/generated/lab02-profile.md": report.profile_markdown(lab, run, PROFILED, PROFILE_COLUMNS, main)
-        + "\n" + report.extra_cpu_sentence(run, "commonpool-jvm-default", "custom-ec", "With a thread per request",
-                                           "on custom-ec's pool", "a thread per request") + "\n",
+        "book/src/generated/lab02-profile.md": report.profile_markdown(lab, run, PROFILED, PROFILE_COLUMNS, main),
         **report.flame_figures(lab, run, {"book/src/figures/lab02-flame.svg": FLAME_GRAPH}),
     }

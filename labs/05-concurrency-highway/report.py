@@ -183,9 +183,7 @@ def profile_outputs(lab, main: dict) -> dict[str, str]:
     if run is None:
         return {}
     return {
-        "book/src/generated/lab05-profile.md": report.profile_markdown(lab, run, PROFILED, PROFILE_COLUMNS, main)
-        + "\n" + report.extra_cpu_sentence(run, "c=1", "c=64", "With one request in flight", "at c = 64",
-                                           "a lone request") + "\n",
+        "book/src/generated/lab05-profile.md": report.profile_markdown(lab, run, PROFILED, PROFILE_COLUMNS, main),
         **report.flame_figures(lab, run, {"book/src/figures/lab05-flame.svg": FLAME_GRAPH}),
     }
 

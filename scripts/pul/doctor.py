@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import runtimes, tools
+from . import profile, runtimes, tools
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -410,6 +410,21 @@ def check_runtimes() -> list[Finding]:
     return findings
 
 
+def check_flame_graphs() -> Finding:
+    """What draws `scripts/lab run --profile`'s flame graphs: inferno, or cargo to install it."""
+    what = "flame graphs (--profile)"
+    binary = profile.inferno_dir() / "bin" / "inferno-flamegraph"
+    if binary.is_file():
+        return Finding(OK, what, f"inferno {profile.INFERNO_VERSION} in {binary.parents[1]}")
+    cargo = profile._cargo()
+    if cargo:
+        return Finding(INFO, what, f"inferno not installed yet: the first --profile run installs it with {cargo} "
+                                   "(about 30 s, from crates.io)")
+    return Finding(INFO, what, f"no inferno and no cargo: every lab runs, but --profile cannot draw its flame "
+                               f"graphs (inferno {profile.INFERNO_VERSION} needs Rust 1.71 or newer)",
+                   "install Rust (https://rustup.rs), then run --profile once while the network is there")
+
+
 def sbt_launch_version() -> str | None:
     match = re.search(r"SBT_LAUNCH_VERSION=([\d.]+)", (REPO / "scripts" / "sbt").read_text()) \
         if (REPO / "scripts" / "sbt").exists() else None
@@ -499,6 +514,7 @@ def labs_checks() -> list[Finding]:
         check_coursier(),
         check_mdbook(),
         *check_runtimes(),
+        check_flame_graphs(),
         check_memory(LABS_MEMORY_MIB, "a lab (sbt, the server, the load generator)"),
         check_disk(cache_dir(), LABS_DISK_GIB, "the caches and builds"),
     ]

@@ -451,8 +451,7 @@ def profile_markdown(lab, run: dict, names: list[str], columns: list[tuple[str, 
     unprofiled = {v["name"]: v["requests_per_sec"] for v in (main or {}).get("variants", [])}
     # The JIT compiler's threads are not Java threads: their share of the core is CPU no sample shows.
     head = ["set-up", "req/s", *(["req/s in the main run (no profile)"] if main else []), "server CPU ms/req",
-            "JIT's share of the core", "samples", "Java code's share of the CPU (about)",
-            "Java code ms/req (about)", *[c[0] for c in columns]]
+            "JIT's share of the core", "samples", "samples × period ÷ CPU time", *[c[0] for c in columns]]
     lines = ["| " + " | ".join(head) + " |", "|:---|" + "---:|" * (len(head) - 1)]
     for name in names:
         v = profiled_variant(run, name)
@@ -463,31 +462,9 @@ def profile_markdown(lab, run: dict, names: list[str], columns: list[tuple[str, 
         plain = ([f"{unprofiled[name]:,.0f}" if name in unprofiled else "–"] if main else [])
         lines.append(f"| {name} | {v['requests_per_sec']:,.0f} | " + "".join(f"{x} | " for x in plain)
                      + f"{v['server_cpu_ms_per_request']:.3f} | {jit} | "
-                     f"{v['profile']['samples']:,} | {_share(java)} | "
-                     + ("–" if java is None else f"{java * v['server_cpu_ms_per_request']:.3f}") + " | "
-                     + " | ".join(shares) + " |")
+                     f"{v['profile']['samples']:,} | {_share(java)} | " + " | ".join(shares) + " |")
     return ("\n".join(lines) + "\n\n" + machine_line(run) + f" Command: `{run['command']}`.\n")
 
 
 def _share(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
-
-
-def extra_cpu_sentence(run: dict, name: str, against: str, says: str, against_says: str, what: str) -> str:
-    """How much of the extra CPU per request variant `name` costs over `against`, in the lab's
-    profiled run, is Java code (java_share x CPU per request, each about), and how much is where
-    no execution sample looks."""
-    one, other = profiled_variant(run, name), profiled_variant(run, against)
-    cpu = one["server_cpu_ms_per_request"], other["server_cpu_ms_per_request"]
-    shares = one["profile"].get("java_share"), other["profile"].get("java_share")
-    if None in shares:
-        return "The profiled run did not time the server's CPU, so it cannot say how much of it was Java code."
-    java = shares[0] * cpu[0], shares[1] * cpu[1]
-    text = (f"{says}, the server spent {cpu[0]:.3f} ms of CPU per request against {cpu[1]:.3f} ms {against_says}, "
-            f"and about {java[0]:.3f} ms against {java[1]:.3f} ms of it in Java code.")
-    extra = cpu[0] - cpu[1]
-    if extra <= 0:
-        return text + f" In this run {what} cost no more CPU per request."
-    java_part = min(1.0, max(0.0, java[0] - java[1]) / extra)
-    return (text + f" So about {java_part:.0%} of the extra CPU {what} costs is Java code, and the rest, "
-            f"{1 - java_part:.0%}, is where no execution sample looks: the kernel and the JVM's own work.")
