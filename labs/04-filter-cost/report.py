@@ -117,13 +117,16 @@ def render(results: dict, lab) -> dict[str, str]:
 # -- where the CPU goes (the committed --profile run) ----------------------------------
 
 # The set-ups of the profiled run, and the two the chapter's flame graphs show.
-PROFILED = ["none", "plain-x10", "essential-x10", "java-plain-x10", "java-essential-x10"]
+PROFILED = ["none", "plain-x1", "java-plain-x1", "plain-x10", "essential-x10", "java-plain-x10", "java-essential-x10"]
 FLAME_GRAPHS = ["plain-x10", "java-plain-x10"]
 # Where a chain of plain Filters spends its samples (a sample counts when its stack has such a frame).
 PROFILE_COLUMNS = [
     ("Play's FlattenedAccumulator", lambda f: f.startswith("play/api/libs/streams/FlattenedAccumulator")),
     ("Akka Streams' materializer", lambda f: f.startswith("akka/stream/impl/PhasedFusingActorMaterializer")),
     ("a new actor's bookkeeping (akka/actor/dungeon/Children)", lambda f: f.startswith("akka/actor/dungeon/Children")),
+    ("a thread started per task (CompletableFuture$ThreadPerTaskExecutor)",
+     lambda f: f.startswith("java/util/concurrent/CompletableFuture$ThreadPerTaskExecutor")),
+    ("on a thread of its own ([Thread-N])", lambda f: f == "[Thread-N]"),
 ]
 
 
@@ -133,7 +136,9 @@ def profile_outputs(lab, main: dict) -> dict[str, str]:
     if run is None:
         return {}
     return {
-        "book/src/generated/lab04-profile.md": report.profile_markdown(lab, run, PROFILED, PROFILE_COLUMNS, main),
+        "book/src/generated/lab04-profile.md": "<!-- ANCHOR: table -->\n"
+        + report.profile_markdown(lab, run, PROFILED, PROFILE_COLUMNS, main) + "<!-- ANCHOR_END: table -->\n"
+        + "<!-- ANCHOR: threads -->\n" + threads_sentence(main) + "\n<!-- ANCHOR_END: threads -->\n",
         **report.flame_figures(lab, run, {f"book/src/figures/lab04-flame-{name}.svg": name for name in FLAME_GRAPHS}),
     }
 
@@ -690,3 +695,18 @@ def cost_figure(results: dict, analysis: dict) -> str:
                        kinds=("plain", "essential", "java-essential"))
               + "unset multiplot\n")
     return report.gnuplot_svg(script)
+
+
+def threads_sentence(results: dict) -> str:
+    """The JVM's threads over each Java Filter set-up's first run in the main run (its timeline),
+    against the baseline's: a thread started per request shows as a rising count."""
+    def most(name: str) -> int | None:
+        v = next((v for v in results["variants"] if v["name"] == name), None)
+        counts = [c for c in ((v or {}).get("timeline") or {}).get("jvm_threads", []) if c is not None]
+        return max(counts) if counts else None
+    found = {name: most(name) for name in ("none", "java-plain-x1", "java-plain-x10", "java-essential-x10")}
+    if None in found.values():
+        return "The main run has no timeline of the JVM's threads for these set-ups."
+    return (f"In the main run, the JVM had at most {found['none']} threads during the first run without filters and "
+            f"{found['java-essential-x10']} with ten Java `EssentialFilter`s, but {found['java-plain-x1']} with one "
+            f"Java `Filter` and {found['java-plain-x10']} with ten: threads started for requests and not yet ended.")

@@ -200,12 +200,6 @@ def summarise(folded: Folded, file: str) -> dict:
         "period_ms": folded.period_ms,
         "samples": total,
         "server_cpu_seconds": folded.cpu_seconds,
-        # Samples x period over the CPU time: a floor on the share of the CPU spent in Java code.
-        # The kernel, the JIT compiler and the garbage collector are never sampled, and on a core
-        # the server saturates, the sampler thread waits for its turn and skips periods (measured:
-        # at 1 ms, lab 04's plain-x10 gave 3x the samples of 10 ms, not 10x).
-        "java_share": (round(total * folded.period_ms / 1000 / folded.cpu_seconds, 3)
-                       if folded.cpu_seconds else None),
         "truncated": folded.truncated,
         "deepest": folded.deepest,
         "file": file,
@@ -289,7 +283,7 @@ LAYERS = (
 )
 # Everything else is the lab's own code (controllers, filters, work, ...).
 OWN_CODE = ("the lab's code", (230, 90, 60))
-LEGEND = "red: the lab's code, blue: Play, purple: Akka, yellow: Scala, green: JDK, grey: thread pool"
+LEGEND = "red: the lab's code, blue: Play, purple: Akka, yellow: Scala, green: JDK, tan: libraries, grey: pool"
 
 
 def layer(frame: str) -> tuple[str, tuple[int, int, int]]:

@@ -449,22 +449,18 @@ def profile_markdown(lab, run: dict, names: list[str], columns: list[tuple[str, 
     from . import profile
     from .results import machine_line
     unprofiled = {v["name"]: v["requests_per_sec"] for v in (main or {}).get("variants", [])}
-    # The JIT compiler's threads are not Java threads: their share of the core is CPU no sample shows.
+    # The sampler skips the JIT compiler's threads: their share of the core is CPU no sample shows.
     head = ["set-up", "req/s", *(["req/s in the main run (no profile)"] if main else []), "server CPU ms/req",
-            "JIT's share of the core", "samples", "samples × period ÷ CPU time", *[c[0] for c in columns]]
+            "JIT's share of the core", "samples", *[c[0] for c in columns]]
     lines = ["| " + " | ".join(head) + " |", "|:---|" + "---:|" * (len(head) - 1)]
     for name in names:
         v = profiled_variant(run, name)
         stacks = profile_stacks(lab, v)
         shares = [f"{profile.share_under(stacks, match):.0%}" for _, match in columns]
         jit = "–" if v.get("jit_share") is None else f"{v['jit_share']:.0%}"
-        java = v["profile"].get("java_share")
         plain = ([f"{unprofiled[name]:,.0f}" if name in unprofiled else "–"] if main else [])
         lines.append(f"| {name} | {v['requests_per_sec']:,.0f} | " + "".join(f"{x} | " for x in plain)
                      + f"{v['server_cpu_ms_per_request']:.3f} | {jit} | "
-                     f"{v['profile']['samples']:,} | {_share(java)} | " + " | ".join(shares) + " |")
+                     f"{v['profile']['samples']:,} | " + " | ".join(shares) + " |")
     return ("\n".join(lines) + "\n\n" + machine_line(run) + f" Command: `{run['command']}`.\n")
 
-
-def _share(value: float | None) -> str:
-    return "–" if value is None else f"{value:.0%}"

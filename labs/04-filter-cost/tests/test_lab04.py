@@ -130,6 +130,20 @@ def test_the_timeline_shows_the_core_busy(smoke):
         assert timeline.share_at(cores, 0.5) >= 0.6, (v["name"], cores)
 
 
+def test_a_java_filter_starts_threads_on_a_server_with_one_or_two_cores(smoke):
+    """Play's Java Filter adapter calls thenApply on Scala's converted future, which runs it with
+    thenApplyAsync on CompletableFuture's default executor: a new thread per task where the common
+    pool's parallelism (cores - 1) is below 2. The timeline's JVM thread count shows them."""
+    if smoke["pools"]["available_processors"] > 2:
+        pytest.skip("with 3 or more cores the common pool runs those tasks: no thread per task")
+    variants = by_name(smoke)
+    baseline = max(variants["none"]["timeline"]["jvm_threads"])
+    java = max(variants["java-plain-x1"]["timeline"]["jvm_threads"])
+    print(f"JVM threads at most: none {baseline}, java-plain-x1 {java}")
+    # Measured: 23 against 69 (c=50); a pool of threads would keep the count flat.
+    assert java >= baseline + 10
+
+
 def test_the_spread_of_repeated_runs_is_recorded(smoke, repeat):
     check_the_spread_is_that_of_the_repeated_runs(smoke, repeat)
 
