@@ -169,12 +169,12 @@ def render(results: dict, lab) -> dict[str, str]:
 PROFILED = ["c=1", "c=64"]
 FLAME_GRAPH = "c=64"
 PROFILE_COLUMNS = [
-    ("Play's server (play/core/server)", lambda f: f.startswith("play/core/server/")),
+    ("Akka HTTP (akka/http)", lambda f: f.startswith("akka/http/")),
+    ("Akka's TCP I/O (akka/io)", lambda f: f.startswith("akka/io/")),
+    ("Play (play/)", lambda f: f.startswith("play/")),
     ("Play's body parser", lambda f: f.startswith("play/api/mvc/") and "BodyParser" in f),
     ("JSON (Play JSON, Jackson)", lambda f: f.startswith(("play/api/libs/json/", "com/fasterxml/jackson/"))),
     ("the echo action (controllers/Echo)", lambda f: f.startswith("controllers/Echo")),
-    ("Akka HTTP: parsing", lambda f: f.startswith("akka/http/impl/engine/parsing/")),
-    ("Akka HTTP: rendering", lambda f: f.startswith("akka/http/impl/engine/rendering/")),
 ]
 
 

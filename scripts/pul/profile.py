@@ -218,7 +218,7 @@ def share_under(folded: Folded, match) -> float:
 
 def subtitle(record: dict) -> str:
     """What a flame graph counts, and what its colours mean."""
-    return f"{record['samples']:,} JFR samples (one per {record['period_ms']} ms of a thread in Java code); {LEGEND}"
+    return f"{record['samples']:,} JFR samples, every {record['period_ms']} ms. {LEGEND}"
 
 
 def title(lab_name: str, variant: dict) -> str:
@@ -283,7 +283,7 @@ LAYERS = (
 )
 # Everything else is the lab's own code (controllers, filters, work, ...).
 OWN_CODE = ("the lab's code", (230, 90, 60))
-LEGEND = "red: the lab's code, blue: Play, purple: Akka, yellow: Scala, green: JDK, tan: libraries, grey: pool"
+LEGEND = "red: lab code, blue: Play, purple: Akka, yellow: Scala, green: JDK, tan: libraries, grey: pool"
 
 
 def layer(frame: str) -> tuple[str, tuple[int, int, int]]:
@@ -298,8 +298,8 @@ def palette(folded: Folded) -> str:
     """inferno's palette.map for these stacks: every frame in its layer's colour, a little lighter
     or darker by its name (neighbours stay apart, and the same frame gets the same colour)."""
     frames = {frame for stack in folded.stacks for frame in stack.split(";")}
-    # inferno's own root frame, under every stack.
-    lines = [f"all->rgb{LAYERS[0][2]}\n".replace(" ", "")]
+    # inferno's own root frame ("all"), under every stack: its name is empty.
+    lines = ["->rgb({},{},{})\n".format(*LAYERS[0][2])]
     for frame in sorted(frames):
         if "->" in frame:
             continue  # the map's separator: inferno picks a colour of its own
