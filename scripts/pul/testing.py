@@ -7,8 +7,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from . import model
@@ -134,3 +136,34 @@ def model_prediction(v: dict) -> float:
                                          loop["cores"])
         predicted = min(predicted, rate)
     return predicted
+
+
+class FakePostServer:
+    """A server on loopback that answers each POST from `answers` ({path: (status, body)}, the
+    query ignored; 404 for any other path), for the tests of the driver's HTTP clients (the
+    timeline's, the profile's). Use it as a context manager; `url` is its base URL."""
+
+    def __init__(self):
+        self.answers: dict[str, tuple[int, bytes]] = {}
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                status, body = fake.answers.get(self.path.split("?")[0], (404, b"not found"))
+                self.send_response(status)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def __enter__(self) -> "FakePostServer":
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()

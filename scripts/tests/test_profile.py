@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import gzip
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from pul import profile
 from pul.errors import BadResults
+from pul.testing import FakePostServer
 
 ANSWER = """# period_ms 10
 # samples 6
@@ -125,46 +124,29 @@ def test_the_flame_graph_draws_each_frame_as_wide_as_its_samples():
     assert widths["[pool-N-thread-N]"] == pytest.approx(16.7, abs=1)
 
 
-class FakeServer(BaseHTTPRequestHandler):
-    answers: dict = {}
-
-    def do_POST(self):
-        status, body = self.answers.get(self.path.split("?")[0], (404, b"not found"))
-        self.send_response(status)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeServer)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with FakePostServer() as fake:
+        yield fake
 
 
 def test_start_and_finish_over_http_with_the_cpu_in_between(server):
-    FakeServer.answers = {"/profile/start": (200, b'{"period_ms":10}'), "/profile/stop": (200, ANSWER.encode())}
+    server.answers = {"/profile/start": (200, b'{"period_ms":10}'), "/profile/stop": (200, ANSWER.encode())}
     clock = iter([10.0, 10.25])
-    folded = profile.Profile(server, cpu=lambda: next(clock)).start().finish()
+    folded = profile.Profile(server.url, cpu=lambda: next(clock)).start().finish()
     assert folded.samples == 6 and folded.cpu_seconds == 0.25
 
 
 def test_a_server_without_a_profiler_says_to_rebuild(server):
-    FakeServer.answers = {}
+    server.answers = {}
     with pytest.raises(profile.ProfileUnavailable, match="rebuild the lab"):
-        profile.Profile(server).start()
+        profile.Profile(server.url).start()
 
 
 def test_a_refused_period_and_a_garbled_answer_are_reported(server):
-    FakeServer.answers = {"/profile/start": (400, b'{"error":"period_ms must be 1..1000, not 0"}'),
+    server.answers = {"/profile/start": (400, b'{"error":"period_ms must be 1..1000, not 0"}'),
                           "/profile/stop": (200, b"<html>oops</html>")}
     with pytest.raises(profile.ProfileUnavailable, match="period_ms must be"):
-        profile.Profile(server, period_ms=0).start()
+        profile.Profile(server.url, period_ms=0).start()
     with pytest.raises(profile.ProfileUnavailable, match="no profile"):
-        profile.Profile(server).finish()
+        profile.Profile(server.url).finish()

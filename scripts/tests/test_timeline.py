@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from pul import timeline
+from pul.testing import FakePostServer
 
 
 def raw(samples: int, hz: int = 20) -> dict:
@@ -69,46 +68,29 @@ def test_share_at_counts_the_points_at_a_level():
     assert timeline.share_at([], 8) is None
 
 
-class FakeServer(BaseHTTPRequestHandler):
-    answers: dict = {}
-
-    def do_POST(self):
-        status, body = self.answers.get(self.path.split("?")[0], (404, b"not found"))
-        self.send_response(status)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FakeServer)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with FakePostServer() as fake:
+        yield fake
 
 
 def test_start_and_finish_over_http(server):
-    FakeServer.answers = {"/timeline/start": (200, b'{"hz":20}'),
+    server.answers = {"/timeline/start": (200, b'{"hz":20}'),
                           "/timeline/stop": (200, json.dumps(raw(3)).encode())}
-    found = timeline.Timeline(server).start().finish()
+    found = timeline.Timeline(server.url).start().finish()
     assert found["samples"] == 3 and found["pools"]["default"]["busy"] == [8, 8, 8]
 
 
 def test_a_server_without_a_timeline_says_to_rebuild(server):
-    FakeServer.answers = {}
+    server.answers = {}
     with pytest.raises(timeline.TimelineUnavailable, match="rebuild the lab"):
-        timeline.Timeline(server).start()
+        timeline.Timeline(server.url).start()
 
 
 def test_a_refused_rate_and_a_garbled_answer_are_reported(server):
-    FakeServer.answers = {"/timeline/start": (400, b'{"error":"hz must be 1..100, not 500"}'),
+    server.answers = {"/timeline/start": (400, b'{"error":"hz must be 1..100, not 500"}'),
                           "/timeline/stop": (200, b"<html>oops</html>")}
     with pytest.raises(timeline.TimelineUnavailable, match="hz must be"):
-        timeline.Timeline(server, hz=500).start()
+        timeline.Timeline(server.url, hz=500).start()
     with pytest.raises(timeline.TimelineUnavailable, match="no timeline"):
-        timeline.Timeline(server).finish()
+        timeline.Timeline(server.url).finish()
