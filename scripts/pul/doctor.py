@@ -413,10 +413,10 @@ def check_runtimes() -> list[Finding]:
 def check_flame_graphs() -> Finding:
     """What draws `scripts/lab run --profile`'s flame graphs: inferno, or cargo to install it."""
     what = "flame graphs (--profile)"
-    binary = profile.inferno_dir() / "bin" / "inferno-flamegraph"
-    if binary.is_file():
+    binary = profile.inferno_installed()
+    if binary:
         return Finding(OK, what, f"inferno {profile.INFERNO_VERSION} in {binary.parents[1]}")
-    cargo = profile._cargo()
+    cargo = profile.cargo()
     if cargo:
         return Finding(INFO, what, f"inferno not installed yet: the first --profile run installs it with {cargo} "
                                    "(about 30 s, from crates.io)")

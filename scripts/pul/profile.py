@@ -228,29 +228,40 @@ def title(lab_name: str, variant: dict) -> str:
 
 # -- the flame graphs (inferno) ----------------------------------------------------
 
+# Where `cargo install --root DIR` puts the flame-graph program.
+INFERNO_IN_ROOT = Path("bin") / "inferno-flamegraph"
+
+
 def inferno_dir() -> Path:
     return cache_dir() / "tools" / f"inferno-{INFERNO_VERSION}"
 
 
-def _cargo() -> str | None:
+def inferno_installed() -> Path | None:
+    """inferno-flamegraph in the cache, if it is installed."""
+    binary = inferno_dir() / INFERNO_IN_ROOT
+    return binary if binary.is_file() else None
+
+
+def cargo() -> str | None:
+    """Rust's cargo: on PATH, or where rustup puts it."""
     return shutil.which("cargo") or next(
         (str(p) for p in [Path.home() / ".cargo" / "bin" / "cargo"] if p.is_file() and os.access(p, os.X_OK)), None)
 
 
 def can_draw() -> bool:
     """Whether flame graphs can be drawn here: inferno installed, or cargo to install it."""
-    return (inferno_dir() / "bin" / "inferno-flamegraph").is_file() or _cargo() is not None
+    return inferno_installed() is not None or cargo() is not None
 
 
 def inferno(say=print) -> Path:
     """inferno-flamegraph, installed into the cache with cargo when missing (about 30 s, once).
     The build lands beside the final folder and is renamed into place: an interrupted install
     leaves nothing half-built behind."""
-    binary = inferno_dir() / "bin" / "inferno-flamegraph"
-    if binary.is_file():
+    binary = inferno_installed()
+    if binary:
         return binary
-    cargo = _cargo()
-    if cargo is None:
+    rust = cargo()
+    if rust is None:
         raise MissingTool(f"the flame graphs are drawn by inferno {INFERNO_VERSION} (crates.io), which needs Rust's "
                           "cargo 1.71 or newer to install, and there is no cargo here: install Rust "
                           "(https://rustup.rs), or run without --profile")
@@ -259,17 +270,17 @@ def inferno(say=print) -> Path:
     say(f"installing inferno {INFERNO_VERSION} from crates.io (once, about 30 s) into {target}")
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        result = subprocess.run([cargo, "install", *INFERNO_CRATE, "--root", str(scratch)],
+        result = subprocess.run([rust, "install", *INFERNO_CRATE, "--root", str(scratch)],
                                 capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        if result.returncode != 0 or not (scratch / "bin" / "inferno-flamegraph").is_file():
+        if result.returncode != 0 or not (scratch / INFERNO_IN_ROOT).is_file():
             raise MissingTool(f"cargo install inferno {INFERNO_VERSION} failed (it needs Rust 1.71 or newer):\n"
                               f"{(result.stderr or result.stdout).strip()[-1500:]}")
-        if not binary.is_file():  # else another install (a parallel test part) finished first
+        if not inferno_installed():  # else another install (a parallel test part) finished first
             shutil.rmtree(target, ignore_errors=True)
             scratch.rename(target)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return binary
+    return target / INFERNO_IN_ROOT
 
 
 # Each frame's colour tells whose code it is, from its name; the first prefix that matches wins.

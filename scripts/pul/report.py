@@ -13,10 +13,10 @@ import subprocess
 import traceback
 from pathlib import Path
 
-from . import model
+from . import model, profile
 from .errors import BadResults, LabError
 from .lab import Lab
-from .results import load, write_text_atomic
+from .results import load, machine_line, write_text_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -418,7 +418,6 @@ def profiled_variant(run: dict, name: str) -> dict:
 
 def profile_stacks(lab, v: dict):
     """The folded stacks of a variant of the lab's profiled run, read and checked."""
-    from . import profile
     return profile.read(profile.folded_file(lab.dir / "results" / PROFILE_DIR, v["profile"]))
 
 
@@ -429,7 +428,6 @@ def flame_figures(lab, run: dict, figures: dict[str, str], width: int = 1000, mi
     1,000 px: too narrow to read, and they weigh on the page). Where they cannot be drawn (no inferno, and no cargo
     to install it: a lab VM), none: the committed figures stay as they are, drawn from the
     committed profiled run that a lab's own runs never replace."""
-    from . import profile
     if not profile.can_draw():
         return {}
     drawn = {}
@@ -446,8 +444,6 @@ def profile_markdown(lab, run: dict, names: list[str], columns: list[tuple[str, 
     given: what the recorder cost, give or take two runs' spread), samples, and each column's
     share of the samples (a column: (heading, predicate on a frame), a sample counting when any
     frame of its stack matches), then the run's machine line and command."""
-    from . import profile
-    from .results import machine_line
     unprofiled = {v["name"]: v["requests_per_sec"] for v in (main or {}).get("variants", [])}
     # The sampler skips the JIT compiler's threads: their share of the core is CPU no sample shows.
     head = ["set-up", "req/s", *(["req/s in the main run (no profile)"] if main else []), "server CPU ms/req",

@@ -593,8 +593,7 @@ def _start_profile(server, options: RunOptions) -> profile.Profile | None:
 def _prime_profiler(server, options: RunOptions, progress: Progress) -> None:
     """With --profile, one recording taken and thrown away before the warm-up. A JVM's first JFR
     recording costs it far more than the ones after: the recorder starts, its classes load and
-    compile, the code it touches is compiled again (measured on lab 04: several seconds at a
-    fraction of the throughput). Done here, that happens while the warm-up waits for the JIT
+    compile (measured on lab 04: several seconds at a fraction of the throughput). Done here, that happens while the warm-up waits for the JIT
     to go quiet, not during a measured run."""
     if options.profile_ms:
         progress.step("starting the server's flight recorder once before the warm-up (--profile)")
