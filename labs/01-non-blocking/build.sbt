@@ -22,3 +22,6 @@ scalacOptions ++= Seq("-deprecation", "-feature", "-Xfatal-warnings")
 // No API docs in the staged app: they only slow `sbt stage` down.
 Compile / doc / sources := Seq.empty
 Compile / packageDoc / publishArtifact := false
+
+// PUL_PLAY=3: the same sources on Play 3 and Pekko, translated (project/PlayLine.scala).
+PlayLine.settings

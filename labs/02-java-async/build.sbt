@@ -27,3 +27,6 @@ Compile / packageDoc / publishArtifact := false
 // the application then has a class loader of its own, which is what the
 // class-loader test (AsyncActionsTest) needs to see. Play forks them by default.
 Test / fork := false
+
+// PUL_PLAY=3: the same sources on Play 3 and Pekko, translated (project/PlayLine.scala).
+PlayLine.settings

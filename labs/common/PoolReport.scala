@@ -1,5 +1,6 @@
 package work
 
+import akka.Version
 import akka.dispatch.ThreadPoolConfig
 import com.typesafe.config.Config
 import java.lang.management.ManagementFactory
@@ -82,6 +83,9 @@ object PoolReport {
    */
   def commandLineProperties: JsObject = properties(ManagementFactory.getRuntimeMXBean.getInputArguments)
 
+  /** The actor library this server runs on and its version: "Akka 2.6.21" or "Pekko 1.0.3". */
+  def actors: String = (if (Version.getClass.getName.startsWith("akka.")) "Akka " else "Pekko ") + Version.current
+
   /** The JSON the lab driver reads: `pools.NAME.threads` feeds the prediction. */
   def json(config: Config, pools: Map[String, String]): JsObject = {
     val cores = Runtime.getRuntime.availableProcessors
@@ -90,6 +94,8 @@ object PoolReport {
       "jit_compile_seconds" -> jitCompileSeconds,
       "properties" -> commandLineProperties,
       "available_processors" -> cores,
+      "play"                 -> play.core.PlayVersion.current,
+      "actors"               -> actors,
       "pools" -> JsObject(pools.toSeq.map { case (name, path) =>
         val (executor, size) = threads(config, path, cores)
         name -> Json.obj(

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checks, exercises, profile, report, runtimes, timeline, tools
+from . import checks, exercises, playline, profile, report, runtimes, timeline, tools
 from .errors import EXIT_CODES, LabError, MissingTool, UsageError
 from .lab import all_labs, resolve
 from .procs import Children, Interrupted, run_id, signals_raise
@@ -70,9 +70,11 @@ def cmd_build(argv: list[str]) -> int:
     parser.add_argument("labs", nargs="*", metavar="LAB", help="the labs to build (01, 1, 01-non-blocking; "
                         "default: every lab)")
     parser.add_argument("--rebuild", action="store_true", help="run `sbt stage` even if nothing changed")
+    add_play_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     options = parser.parse_args(argv[1:])
     labs = [resolve(name) for name in options.labs] or [lab for _, _, lab in all_labs() if lab]
+    line = playline.choose(options.play)
     clean_leftovers()
     progress = Progress(quiet=options.quiet)
     tools.ensure((tools.JAVA,), progress)
@@ -84,10 +86,17 @@ def cmd_build(argv: list[str]) -> int:
             for lab in labs:
                 build(lab.dir, children, progress, force=options.rebuild)
                 progress.clear()
-                print(f"{lab.dir.name}: built, ready to run")
+                print(f"{lab.dir.name}: built on {playline.LINES[line]}, ready to run")
     finally:
         children.stop_all()
     return 0
+
+
+def add_play_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--play", choices=tuple(playline.LINES), metavar="LINE",
+                        help="the Play line to build the lab on: 2.9 (Play 2.9.11 on Akka, the default) or 3 "
+                             "(Play 3 on Apache Pekko: the same sources, their Akka names translated; "
+                             f"default: ${playline.VARIABLE}, else 2.9)")
 
 
 def add_setup_options(parser: argparse.ArgumentParser) -> None:
@@ -108,6 +117,7 @@ def add_run_options(parser: argparse.ArgumentParser, lab=None) -> None:
                              "server is set up for, and prints the serve command for the others")
     parser.add_argument("--port", type=int, help="server port (default: a free one)")
     parser.add_argument("--rebuild", action="store_true", help="run `sbt stage` even if nothing changed")
+    add_play_option(parser)
     parser.add_argument("--no-pin", action="store_true",
                         help="do not pin the server and ab to different cores")
     parser.add_argument("--server-cpus", help="CPU list for the server (taskset -c; default 0)")
@@ -156,7 +166,8 @@ def parse_settings(settings: list[str]) -> dict[str, str]:
         if not sep or not key or any(c.isspace() for c in key):
             raise UsageError(f"--set takes KEY=VALUE (got {setting!r})")
         checks.check_setting(key)
-        parsed[key] = value
+        # The book and the labs name settings as Play 2.9 does; a Play 3 server reads Pekko's names.
+        parsed[playline.setting(key)] = value
     return parsed
 
 
@@ -187,10 +198,11 @@ def cmd_run(argv: list[str]) -> int:
     if options.target is not None:
         parse_target(options.target)
         for name, given in (("--port", options.port is not None), ("--rebuild", options.rebuild),
-                            ("--server-cpus", options.server_cpus is not None)):
+                            ("--server-cpus", options.server_cpus is not None), ("--play", options.play is not None)):
             if given:
                 raise UsageError(f"{name} is about the server, which runs on the other machine with --target: "
                                  f"give it to `scripts/lab serve` there")
+    playline.choose(options.play)
     params = lab.params(options)
     checks.check_run(lab, params, options)
     run(lab, params, RunOptions(
@@ -217,6 +229,7 @@ def add_serve_options(parser: argparse.ArgumentParser, lab=None) -> None:
                         help="allow --listen 0.0.0.0 or :: (every network this machine is on can reach the server)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"server port (default {DEFAULT_PORT})")
     parser.add_argument("--rebuild", action="store_true", help="run `sbt stage` even if nothing changed")
+    add_play_option(parser)
     parser.add_argument("--no-pin", action="store_true",
                         help="do not pin the server to a core (default: CPU 0 on a machine with at least two)")
     parser.add_argument("--server-cpus", help="CPU list for the server (taskset -c; default 0)")
@@ -240,6 +253,7 @@ def serve_parser(lab) -> argparse.ArgumentParser:
 
 def cmd_serve(argv: list[str]) -> int:
     lab, options = _lab_and_options(argv, serve_parser)
+    playline.choose(options.play)
     params = lab.params(options)
     checks.check_serve(lab, params, options)
     try:

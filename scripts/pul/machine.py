@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import playline
+
 
 def _read(path: str) -> str:
     try:
@@ -55,8 +57,11 @@ def ab_version(ab: str | None) -> str | None:
 
 
 def play_version(lab_dir: Path) -> str | None:
-    match = re.search(r'"sbt-plugin"\s*%\s*"([^"]+)"', _read(str(lab_dir / "project" / "plugins.sbt")))
-    return match.group(1) if match else None
+    """The Play version the lab builds on now (its plugins.sbt, for the current line)."""
+    try:
+        return playline.plugin_versions(lab_dir).get(playline.current())
+    except OSError:
+        return None
 
 
 def _cpu_times() -> list[int] | None:

@@ -224,7 +224,8 @@ def machine_line(results: dict) -> str:
     runtimes = "; ".join(f"{name}: {r['jdk']}" for name, r in (m.get("runtimes") or {}).items())
     jdk = f"{m['jdk']} (build), servers on {runtimes}" if runtimes else m["jdk"]
     return (f"Measured {results['started_at'][:10]} on {m['cpu_model']} ({m['cores']} cores, "
-            f"{m['memory_gib']} GiB), {m['os']}, {jdk}, Play {m['play']}, ab {m['ab']}; {pinning}{gc}; "
+            f"{m['memory_gib']} GiB), {m['os']}, {jdk}, Play {m['play']}"
+            f"{' on ' + m['actors'] if m.get('actors') else ''}, ab {m['ab']}; {pinning}{gc}; "
             f"load average {m['load_average_at_start']} at start{steadiness_clause(m)}{mode}.")
 
 

@@ -792,6 +792,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         "command": "scripts/lab " + " ".join(shlex.quote(a) for a in argv),
         "run_id": token,
         "machine": {**machine.facts(lab.dir, pin, found.get("ab"), load_at_start),
+                    # What the server says it runs (/pools), also when it runs on another machine.
+                    **{key: pools[key] for key in ("play", "actors") if pools.get(key)},
                     # The JVM as the server saw it: its cores (/pools) and what HotSpot chose.
                     "server_available_processors": pools.get("available_processors"),
                     "steadiness": steadiness,

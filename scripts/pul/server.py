@@ -17,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import playline
 from .errors import BuildFailed, PortBusy, ServerFailed, UsageError
 from .checks import describe_cpus, parse_cpu_list
 from .probe import CLOCK_TICKS, group_cpu_seconds, group_pids
@@ -25,7 +26,8 @@ from .progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
 SBT = REPO / "scripts" / "sbt"
-BUILD_INPUTS = ("app", "conf", "public", "build.sbt", "project/plugins.sbt", "project/build.properties")
+BUILD_INPUTS = ("app", "conf", "public", "build.sbt", "project/plugins.sbt", "project/build.properties",
+                "project/PlayLine.scala", "project/pekko-renames.txt")
 
 
 def _newest_input(lab_dir: Path) -> float:
@@ -42,22 +44,26 @@ def _newest_input(lab_dir: Path) -> float:
 
 
 def staged_script(lab_dir: Path) -> Path | None:
-    bin_dir = lab_dir / "target" / "universal" / "stage" / "bin"
+    """The start script `sbt stage` wrote for the Play line the labs build on now (pul.playline)."""
+    bin_dir = playline.target_dir(lab_dir) / "universal" / "stage" / "bin"
     scripts = [p for p in bin_dir.glob("*") if p.is_file() and p.suffix != ".bat"] if bin_dir.is_dir() else []
     return scripts[0] if len(scripts) == 1 else None
 
 
 def build(lab_dir: Path, children: Children, progress: Progress, force: bool = False) -> Path:
-    """`sbt stage`, skipped when nothing changed since the last successful build."""
-    stamp = lab_dir / "target" / "pul-staged.stamp"
+    """`sbt stage` on the current Play line, skipped when nothing changed since its last successful build."""
+    target = playline.target_dir(lab_dir)
+    stamp = target / "pul-staged.stamp"
     script = staged_script(lab_dir)
     if (not force and script and stamp.exists()
             and stamp.stat().st_mtime >= _newest_input(lab_dir)):
         progress.step(f"build: {lab_dir.name} is up to date (use --rebuild to force)")
         return script
-    log_path = lab_dir / "target" / "pul-build.log"
+    log_path = target / "pul-build.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    progress.step(f"building {lab_dir.name} (sbt stage; the first build downloads ~270 MB, about a minute)")
+    line = playline.current()
+    progress.step(f"building {lab_dir.name} on {playline.LINES[line]} (sbt stage; a line's first build "
+                  "downloads ~270 MB, about a minute)")
     started_at = time.time()
     with log_path.open("w") as log:
         child = children.start([str(SBT), "stage"], cwd=lab_dir, stdout=log, name="sbt")

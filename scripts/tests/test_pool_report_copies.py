@@ -30,12 +30,22 @@ CANONICAL = {
     "PoolTimeline.java": "app",  # the pools' timeline during a measured run (every lab)
     "TimelineCheck.java": "test",  # the Play tests' check of a live timeline's shape
     "CpuProfile.java": "app",  # the JFR profile of a measured run, for its flame graph (every lab)
+    # The build's switch to Play 3 on Pekko (PUL_PLAY=3) and the renames it translates the sources
+    # with: sbt build files, in every lab's project/ folder, copied whole (no package line).
+    "PlayLine.scala": "project",
+    "pekko-renames.txt": "project",
+    "plugins.sbt": "project",  # the sbt plugin of each line, and the Play 3 version to raise
 }
+# Copies that are whole files: the build's own, outside any package.
+WHOLE = {name for name, folder in CANONICAL.items() if folder == "project"}
 
 # Keys /pools gained after some committed runs were recorded: with `scripts/lab serve` (runs
 # since record a `target`) came process_cpu_seconds and properties, soon after jit_compile_seconds.
 # A committed run without `target` predates them; a fresh run of its lab drops this allowance.
 ADDED_SINCE_SERVE = ("process_cpu_seconds", "jit_compile_seconds", "properties")
+# Keys /pools gained with the Play 3 builds (the server's Play and actor library): a committed run
+# whose machine facts lack `actors` predates them.
+ADDED_WITH_PLAY_3 = ("play", "actors")
 
 
 def lab_dirs(root: Path) -> list[Path]:
@@ -48,7 +58,8 @@ def copies(root: Path) -> list[tuple[Path, Path]]:
     found = []
     for name, folder in CANONICAL.items():
         for lab in lab_dirs(root):
-            found += [(path, root / COMMON / name) for path in sorted((lab / folder).rglob(name))]
+            paths = [lab / folder / name] if name in WHOLE else sorted((lab / folder).rglob(name))
+            found += [(path, root / COMMON / name) for path in paths if path.is_file()]
     return found
 
 
@@ -90,7 +101,7 @@ def check_copies(root: Path) -> list[str]:
 
 def test_each_canonical_file_starts_with_its_package_line():
     """The fix the failure message prints (`sed 1d`) replaces line 1."""
-    for name in CANONICAL:
+    for name in set(CANONICAL) - WHOLE:
         first = (REPO / COMMON / name).read_text().splitlines()[0]
         assert first.startswith("package "), f"{COMMON / name}: line 1 should be its package line, is {first!r}"
 
@@ -99,6 +110,10 @@ def test_copies_are_found_where_the_labs_keep_them():
     found = copies(REPO)
     for name in CANONICAL:
         assert any(p.name == name for p, _ in found), f"no lab has a copy of {COMMON / name}"
+    # Every lab builds on either Play line.
+    for lab in lab_dirs(REPO):
+        for name in WHOLE:
+            assert (lab / "project" / name).is_file(), f"{lab.relative_to(REPO)}/project has no {name}: copy {COMMON / name}"
     # Every lab's Play tests check its /pools against the schema.
     for lab in lab_dirs(REPO):
         assert list((lab / "test").rglob("PoolsSchema.java")), (
@@ -168,9 +183,11 @@ def test_committed_pools_match_the_schema(path):
     pools = results.get("pools")
     assert isinstance(pools, dict), f"{path.relative_to(REPO)} has no pools object"
     s = schema()
-    if "target" not in results:
+    older = (ADDED_SINCE_SERVE if "target" not in results else ()) + \
+        (ADDED_WITH_PLAY_3 if "actors" not in results["machine"] else ())
+    if older:
         s = copy.deepcopy(s)
-        s["required"] = [key for key in s["required"] if key not in ADDED_SINCE_SERVE]
+        s["required"] = [key for key in s["required"] if key not in older]
     found = errors(s, pools)
     assert not found, (f"{path.relative_to(REPO)}: its pools (the server's /pools) do not match "
                        f"{SCHEMA.relative_to(REPO)}:\n  " + "\n  ".join(found))
@@ -179,7 +196,7 @@ def test_committed_pools_match_the_schema(path):
 def a_report() -> dict:
     """A /pools answer as lab 01 gives it."""
     return {"process_cpu_seconds": 5.08, "jit_compile_seconds": 4.308, "properties": {"pul.lab": "01-non-blocking"},
-            "available_processors": 2,
+            "available_processors": 2, "play": "2.9.11", "actors": "Akka 2.6.21",
             "pools": {"default": {"dispatcher": "akka.actor.default-dispatcher", "executor": "fork-join-executor",
                                   "threads": 8, "live_threads": 3},
                       "offload": {"dispatcher": "offload-dispatcher", "executor": "thread-pool-executor",

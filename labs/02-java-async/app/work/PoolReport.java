@@ -1,5 +1,6 @@
 package work;
 
+import akka.Version;
 import akka.dispatch.ThreadPoolConfig;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.typesafe.config.Config;
@@ -76,6 +77,13 @@ public final class PoolReport {
       report.putNull("jit_compile_seconds");
     }
     report.set("properties", properties(ManagementFactory.getRuntimeMXBean().getInputArguments()));
+    report.put("play", play.core.PlayVersion.current());
+    report.put("actors", actors());
+  }
+
+  /** The actor library this server runs on and its version: "Akka 2.6.21" or "Pekko 1.0.3". */
+  public static String actors() {
+    return (Version.class.getName().startsWith("akka.") ? "Akka " : "Pekko ") + Version.current();
   }
 
   /** Words that mark a -D key as a secret's, in any case ("pass" also covers password, passwd). */

@@ -1,0 +1,87 @@
+"""The Play line a lab builds on: Play 2.9 on Akka (the default) or Play 3 on Apache Pekko.
+
+Every lab's build reads PUL_PLAY (its project/plugins.sbt and project/PlayLine.scala): unset or
+"2.9" builds on Play 2.9, "3" builds the same sources on Play 3, translated with the lab's
+project/pekko-renames.txt. The driver's --play option sets that variable for every sbt it starts,
+and finds the Play 3 build in its own target folder. The book's Play 3 listings and its appendix
+of renamed keys come from the same renames file, through `translate` here, the same literal
+replacements PlayLine.scala makes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .errors import BadResults, UsageError
+
+VARIABLE = "PUL_PLAY"
+DEFAULT = "2.9"
+LINES = {"2.9": "Play 2.9 on Akka", "3": "Play 3 on Apache Pekko"}
+RENAMES_FILE = Path("project") / "pekko-renames.txt"
+REPO = Path(__file__).resolve().parents[2]
+COMMON_RENAMES = REPO / "labs" / "common" / "pekko-renames.txt"
+
+
+def check(line: str) -> str:
+    if line not in LINES:
+        raise UsageError(f"--play takes {' or '.join(LINES)} (got {line!r}): "
+                         + "; ".join(f"{key}: {name}" for key, name in LINES.items()))
+    return line
+
+
+def current() -> str:
+    """The line the labs build on now: PUL_PLAY, or the default."""
+    line = os.environ.get(VARIABLE) or DEFAULT
+    if line not in LINES:
+        raise UsageError(f"{VARIABLE}={line!r}: use {' or '.join(LINES)} ({'; '.join(f'{k}: {v}' for k, v in LINES.items())})")
+    return line
+
+
+def choose(line: str | None) -> str:
+    """Make `line` (--play; None: keep PUL_PLAY or the default) the one every sbt started from here builds."""
+    chosen = check(line) if line is not None else current()
+    os.environ[VARIABLE] = chosen
+    return chosen
+
+
+def target_dir(lab_dir: Path, line: str | None = None) -> Path:
+    """Where the build of a line writes (PlayLine.scala): Play 3 apart, so the lines never share classes."""
+    return lab_dir / "target" / ("play-3" if (line or current()) == "3" else "")
+
+
+def renames(path: Path = COMMON_RENAMES) -> list[tuple[str, str]]:
+    """The (old, new) pairs of a renames file, in order, as PlayLine.renames reads them."""
+    pairs = []
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(" -> ")
+        if len(parts) != 2 or not parts[0]:
+            raise BadResults(f"{path}:{number}: not `old -> new`: {line}")
+        pairs.append((parts[0], parts[1]))
+    return pairs
+
+
+def translate(text: str, pairs: list[tuple[str, str]]) -> str:
+    for old, new in pairs:
+        text = text.replace(old, new)
+    return text
+
+
+def setting(key: str, line: str | None = None) -> str:
+    """A --set key as the server of the line reads it: on Play 3, its Akka name translated."""
+    return translate(key, renames()) if (line or current()) == "3" else key
+
+
+def plugin_versions(lab_dir: Path) -> dict[str, str]:
+    """Each line's Play version, as the lab's project/plugins.sbt pins it."""
+    text = (lab_dir / "project" / "plugins.sbt").read_text(errors="replace")
+    found = {}
+    for group, line in (("com.typesafe.play", "2.9"), ("org.playframework", "3")):
+        match = re.search(rf'"{re.escape(group)}"\s*%\s*"sbt-plugin"\s*%\s*"([^"]+)"', text)
+        if match:
+            found[line] = match.group(1)
+    return found
