@@ -158,3 +158,42 @@ def test_a_server_that_dies_mid_run_is_reported(tmp_path):
         assert driver.leftovers() == []
     finally:
         driver.kill_everything()
+
+
+# --- Play 3 (Pekko): the same sources, translated by the build, teach the same lesson ---------
+# The Java pair of the smoke run, built with --play 3: blocking bound by the default dispatcher's
+# threads (Pekko sizes it as Akka does), offloading by the requests in flight, each within the
+# model's band as above; and the results say which Play and actor library the server ran.
+
+PLAY3_VARIANTS = ("java-blocking", "java-offloaded")
+
+
+@pytest.fixture(scope="module")
+def play3(tmp_path_factory):
+    variants = [arg for name in PLAY3_VARIANTS for arg in ("--variant", name)]
+    return run_lab("01", *SMOKE, *variants, "--play", "3", results_dir=tmp_path_factory.mktemp("lab01-play3"))
+
+
+def test_the_server_ran_play_3_on_pekko(play3):
+    machine = play3["machine"]
+    assert machine["play"].startswith("3."), machine
+    assert machine["actors"].startswith("Pekko "), machine
+    # The default dispatcher kept its Pekko name: the translated configuration reached the server.
+    assert play3["pools"]["pools"]["default"]["dispatcher"] == "pekko.actor.default-dispatcher"
+
+
+def test_offloading_triples_throughput_on_play_3(play3):
+    v = by_name(play3)
+    assert v["java-offloaded"]["requests_per_sec"] >= 3 * v["java-blocking"]["requests_per_sec"], v
+
+
+def test_each_variant_reaches_the_bound_it_has_on_play_2_9(play3):
+    v = by_name(play3)
+    # What the lab predicts on Play 2.9 (test_lab01): the blocking pair bound by the default
+    # dispatcher's threads, the offloaded pair by the requests in flight (or the core, first).
+    assert v["java-blocking"]["bound_by"] == "threads", v["java-blocking"]["bounds"]
+    assert v["java-blocking"]["pool_threads"] == play3["pools"]["pools"]["default"]["threads"]
+    assert v["java-offloaded"]["bound_by"] in ("requests in flight", "server CPU"), v["java-offloaded"]["bounds"]
+    for name in PLAY3_VARIANTS:
+        assert v[name]["predicted_requests_per_sec"] == pytest.approx(model_prediction(v[name]), rel=1e-3)
+        assert BAND[0] <= v[name]["measured_over_predicted"] <= BAND[1], v[name]

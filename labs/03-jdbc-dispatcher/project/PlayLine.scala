@@ -74,7 +74,8 @@ object PlayLine {
       Seq(
         target := baseDirectory.value / "target" / "play-3",
         // Play 3.0.9's play-java-forms is not on the registry the labs build against, and no lab
-        // uses forms (PlayJava adds the module to every Java project).
-        libraryDependencies ~= (_.filterNot(_.name == "play-java-forms"))
+        // uses forms. PlayJava adds it to every Java project, and Play's Java API (play-java, with
+        // its Guice bindings) comes through it: depend on play-java itself instead.
+        libraryDependencies ~= (_.map(module => if (module.name == "play-java-forms") module.withName("play-java") else module))
       ) ++ translatedSources(Compile) ++ translatedSources(Test)
 }
