@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import profile, runtimes, tools
+from . import playline, profile, runtimes, tools
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -454,11 +454,16 @@ def check_coursier() -> Finding:
             return Finding(WARN, "dependency caches", f"not cached for {', '.join(missing)}",
                            "while online: scripts/offline-cache prefetch (a few minutes); offline: "
                            "scripts/offline-cache import KIT.tar")
-    play = list(coursier_dir().glob("**/com/typesafe/play/play_2.13/2.9.11"))
-    if play:
-        return Finding(OK, "Coursier cache", f"Play 2.9.11 is in {coursier_dir()}")
-    return Finding(WARN, "Coursier cache", f"Play 2.9.11 is not in {coursier_dir()}",
-                   "build once while online (`scripts/lab run 01`), or import the kit: "
+    # Each Play line's core module, at the version the labs pin (project/plugins.sbt).
+    groups = {"2.9": "com/typesafe/play", "3": "org/playframework"}
+    versions = playline.plugin_versions(playline.REPO / "labs" / "01-non-blocking")
+    missing = [f"Play {version}" for line, version in sorted(versions.items())
+               if not list(coursier_dir().glob(f"**/{groups[line]}/play_2.13/{version}"))]
+    if not missing:
+        return Finding(OK, "Coursier cache", f"{' and '.join(f'Play {v}' for _, v in sorted(versions.items()))} "
+                                             f"are in {coursier_dir()}")
+    return Finding(WARN, "Coursier cache", f"{' and '.join(missing)} not in {coursier_dir()}",
+                   "build once while online (`scripts/offline-cache prefetch`), or import the kit: "
                    "scripts/offline-cache import KIT.tar")
 
 

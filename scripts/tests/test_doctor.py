@@ -152,8 +152,9 @@ def test_a_ready_lab_machine_passes(tmp_path):
         (pg_bin / name).write_text("")
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "sbt-launch-1.13.0.jar").write_text("jar")
-    (tmp_path / "coursier" / "https" / "repo1.maven.org" / "maven2" / "com" / "typesafe" / "play" / "play_2.13"
-     / "2.9.11").mkdir(parents=True)
+    maven = tmp_path / "coursier" / "https" / "repo1.maven.org" / "maven2"
+    (maven / "com" / "typesafe" / "play" / "play_2.13" / "2.9.11").mkdir(parents=True)
+    (maven / "org" / "playframework" / "play_2.13" / "3.0.9").mkdir(parents=True)
     out = doctor(tmp_path, "labs", bin_dir=bin_dir, root=root)
     assert "ok    postgres: " + str(pg_bin / "postgres") in out.stdout
     if (os.cpu_count() or 1) >= 2:
