@@ -84,7 +84,7 @@ object PoolReport {
   def commandLineProperties: JsObject = properties(ManagementFactory.getRuntimeMXBean.getInputArguments)
 
   /** The actor library this server runs on and its version: "Akka 2.6.21" or "Pekko 1.0.3". */
-  def actors: String = (if (Version.getClass.getName.startsWith("akka.")) "Akka " else "Pekko ") + Version.current
+  def actors: String = (if (Version.getClass.getName.startsWith("org.apache.pekko.")) "Pekko " else "Akka ") + Version.current
 
   /** The JSON the lab driver reads: `pools.NAME.threads` feeds the prediction. */
   def json(config: Config, pools: Map[String, String]): JsObject = {

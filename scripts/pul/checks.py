@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import ab, tools
+from . import ab, playline, tools
 from .errors import UsageError
 
 # -D properties the driver (or the staged start script) sets itself: a --set of one would override
@@ -59,7 +59,8 @@ def check_run(lab, params: dict, options: argparse.Namespace) -> None:
     if options.results_dir is not None:
         check_writable_folder(options.results_dir, f"--results-dir {options.results_dir}")
     else:
-        check_writable_folder(lab.dir / "results", f"the lab's results folder, {lab.dir / 'results'},",
+        folder = playline.results_dir(lab.dir)
+        check_writable_folder(folder, f"the lab's results folder, {folder},",
                               " (give --results-dir DIR to write them elsewhere)")
     for option in ("server_cpus", "load_cpus"):
         if getattr(options, option, None) is not None:

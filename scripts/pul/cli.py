@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checks, exercises, playline, profile, report, runtimes, timeline, tools
+from . import checks, exercises, play3, playline, profile, report, runtimes, timeline, tools
 from .errors import EXIT_CODES, LabError, MissingTool, UsageError
 from .lab import all_labs, resolve
 from .procs import Children, Interrupted, run_id, signals_raise
@@ -282,8 +282,10 @@ def cmd_report(argv: list[str]) -> int:
         if options.check:
             raise MissingTool(f"cannot check them: {message}")
         print(f"note: leaving them as they are: {message}", file=sys.stderr)
+    book_wide = play3.book_artifacts()
     if options.check:
         stale = [path for lab in labs for path in report.stale(lab)]
+        stale += [path for path, content in book_wide.items() if not path.exists() or path.read_text() != content]
         for path in stale:
             print(f"stale: {path} differs from what its results/latest.json gives "
                   "(run `scripts/lab report`)", file=sys.stderr)
@@ -292,6 +294,9 @@ def cmd_report(argv: list[str]) -> int:
         for path, content in report.render(lab).items():
             report.write_file(path, content)
             print(f"wrote {path}")
+    for path, content in book_wide.items():
+        report.write_file(path, content)
+        print(f"wrote {path}")
     return 0
 
 

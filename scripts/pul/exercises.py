@@ -36,6 +36,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Iterator
 
+from . import playline
 from .errors import LabError, UsageError
 from .lab import REPO, Lab, resolve
 from .run import RunOptions, run
@@ -380,8 +381,13 @@ def scratch_copy(lab: Lab) -> Iterator[Path]:
 
 
 def _not_copied(lab_dir: Path):
+    # The other Play line's build (target/play-3 below a Play 2.9 build's target/): not needed.
+    other_line = ["play-3"] if playline.current() != "3" else []
+
     def ignore(folder: str, names: list[str]) -> list[str]:
         skip = [name for name in names if name.startswith(PATH_RECORDS)]
+        if Path(folder) == lab_dir / "target":
+            skip += [name for name in other_line if name in names]
         return skip + ["results"] if Path(folder) == lab_dir else skip
     return ignore
 

@@ -51,6 +51,12 @@ def target_dir(lab_dir: Path, line: str | None = None) -> Path:
     return lab_dir / "target" / ("play-3" if (line or current()) == "3" else "")
 
 
+def results_dir(lab_dir: Path, line: str | None = None) -> Path:
+    """Where a lab's committed run of the line lives: results/ (the run the book teaches from) for
+    Play 2.9, results/play-3/ beside it for Play 3, so a Play 3 run never replaces the other."""
+    return lab_dir / "results" / ("play-3" if (line or current()) == "3" else "")
+
+
 def renames(path: Path = COMMON_RENAMES) -> list[tuple[str, str]]:
     """The (old, new) pairs of a renames file, in order, as PlayLine.renames reads them."""
     pairs = []

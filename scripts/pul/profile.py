@@ -287,14 +287,14 @@ def inferno(say=print) -> Path:
 LAYERS = (
     ("pool", ("[",), (150, 150, 150)),
     ("Play", ("play/", "router/", "views/"), (80, 130, 220)),
-    ("Akka", ("akka/",), (160, 110, 210)),
+    ("Akka", ("akka/", "org/apache/pekko/"), (160, 110, 210)),  # Pekko on Play 3: the same layer
     ("Scala", ("scala/",), (225, 190, 60)),
     ("JDK", ("java/", "javax/", "jdk/", "sun/", "com/sun/"), (110, 185, 110)),
     ("libraries", ("com/", "org/", "io/", "net/", "ch/"), (190, 160, 120)),
 )
 # Everything else is the lab's own code (controllers, filters, work, ...).
 OWN_CODE = ("the lab's code", (230, 90, 60))
-LEGEND = "red: lab code, blue: Play, purple: Akka, yellow: Scala, green: JDK, tan: libraries, grey: pool"
+LEGEND = "red: lab code, blue: Play, purple: Akka (Pekko on Play 3), yellow: Scala, green: JDK, tan: libraries, grey: pool"
 
 
 def layer(frame: str) -> tuple[str, tuple[int, int, int]]:

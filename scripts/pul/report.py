@@ -13,7 +13,7 @@ import subprocess
 import traceback
 from pathlib import Path
 
-from . import model, profile
+from . import model, play3, profile
 from .errors import BadResults, LabError
 from .lab import Lab
 from .results import load, machine_line, write_text_atomic
@@ -36,6 +36,8 @@ def render(lab: Lab) -> dict[Path, str]:
         raise BadResults(f"{latest} {what}, which the lab's report reads ({frame.filename}:{frame.lineno}): "
                          "an incomplete or hand-edited results file? Restore it with `git checkout -- FILE` "
                          "or measure again") from error
+    # Every lab's Play 3 pages (pul.play3): made the same way for each, so not the lab's report's.
+    artifacts.update(play3.artifacts(lab))
     return {REPO / rel: content for rel, content in artifacts.items()}
 
 
@@ -55,10 +57,19 @@ def write_file(path: Path, content: str) -> None:
 
 def write_lab(lab: Lab, data: dict) -> list[Path]:
     written = []
-    for rel, content in lab.report(data).items():
+    for rel, content in {**lab.report(data), **play3.artifacts(lab)}.items():
         path = REPO / rel
         write_file(path, content)
         written.append(path)
+    return written
+
+
+def write_play3(lab: Lab) -> list[Path]:
+    """The lab's Play 3 pages only (pul.play3), after a Play 3 run."""
+    written = []
+    for rel, content in play3.artifacts(lab).items():
+        write_file(REPO / rel, content)
+        written.append(REPO / rel)
     return written
 
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import limits, machine, model, profile, report, results, runtimes, timeline, tools
+from . import limits, machine, model, playline, profile, report, results, runtimes, timeline, tools
 from .ab import BenchRun, LoadResult, nothing_completed
 from .wrk import WrkRun
 from .checks import parse_cpu_list
@@ -756,7 +756,7 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     if pin["load_cpus"] is not None:
         # The driver's own polling belongs with the load generator, off the server's core.
         os.sched_setaffinity(0, parse_cpu_list(pin["load_cpus"]))
-    results_dir = options.results_dir or (lab.dir / "results")
+    results_dir = options.results_dir or playline.results_dir(lab.dir)
     run_stamp = results.stamp(started)
     where = Where(results_dir, results_dir / run_stamp, lab.dir / "target" / "pul")
     # `scripts/lab serve` holds the lock as long as it serves: on the same machine, this run would wait.
@@ -843,7 +843,7 @@ def _tools_and_limits(lab: Lab, steps: list[Step], options: RunOptions, remote: 
                       progress: Progress) -> dict[str, str]:
     """Every tool the run needs, found (or installed) before any measuring; the open-files limit."""
     # gnuplot draws the book's figures after the run: check for it before an hour of measuring.
-    draws_figures = options.write_report and options.results_dir is None
+    draws_figures = options.write_report and options.results_dir is None and playline.current() != "3"
     needed = tuple(lab.tools_needed) + ((tools.GNUPLOT,) if draws_figures else ())
     if remote:
         # No build, no server, no database here: only the load generators (and taskset for --load-cpus).
@@ -1084,7 +1084,7 @@ def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, ru
     the write then fails with WriteFailed, naming the file."""
     # The repository's own results/ keeps one run, the one the book shows (earlier runs live in
     # git history); a folder of the reader's choice keeps every run.
-    replaces = where.results_dir.resolve() == (lab.dir / "results").resolve()
+    replaces = where.results_dir.resolve() == playline.results_dir(lab.dir).resolve()
     print()
     print(f"Lab {lab.name}: {lab.title}")
     print(results.text_table(data, lab.table_columns(data)))
@@ -1107,7 +1107,8 @@ def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, ru
     if flames:
         print(f"Flame graphs (open in a browser): {', '.join(_display(p) for p in flames)}")
     if options.write_report and options.results_dir is None:
-        written = report.write_lab(lab, data)
+        # A Play 3 run changes only the book's Play 3 pages; the chapter teaches from the Play 2.9 run.
+        written = report.write_play3(lab) if playline.current() == "3" else report.write_lab(lab, data)
         if written:
             print(f"Book tables and figures updated: {', '.join(_display(p) for p in written)}")
 

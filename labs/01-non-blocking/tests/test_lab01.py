@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
-from pul import timeline
+from pul import playline, timeline
 from pul.procs import processes_with_run_id
 from pul.testing import SMOKE_RESULTS_VARIABLE, Driver, by_name, model_prediction, run_lab
 
@@ -197,3 +198,16 @@ def test_each_variant_reaches_the_bound_it_has_on_play_2_9(play3):
     for name in PLAY3_VARIANTS:
         assert v[name]["predicted_requests_per_sec"] == pytest.approx(model_prediction(v[name]), rel=1e-3)
         assert BAND[0] <= v[name]["measured_over_predicted"] <= BAND[1], v[name]
+
+
+def test_the_build_translates_as_the_book_shows(play3):
+    """The Play 3 build's sources are the book's translation (pul.playline) of the lab's: the
+    names tables and the appendix show what the server compiled."""
+    lab_dir = Path(__file__).resolve().parents[1]
+    pairs = playline.renames(lab_dir / playline.RENAMES_FILE)
+    compiled = lab_dir / "target" / "play-3" / "scala-2.13" / "src_managed" / "main" / "pekko"
+    sources = sorted(p for p in (lab_dir / "app").rglob("*") if p.suffix in (".java", ".scala"))
+    assert sources and compiled.is_dir(), compiled
+    for source in sources:
+        built = compiled / source.relative_to(lab_dir / "app")
+        assert built.read_text() == playline.translate(source.read_text(), pairs), built

@@ -83,7 +83,7 @@ public final class PoolReport {
 
   /** The actor library this server runs on and its version: "Akka 2.6.21" or "Pekko 1.0.3". */
   public static String actors() {
-    return (Version.class.getName().startsWith("akka.") ? "Akka " : "Pekko ") + Version.current();
+    return (Version.class.getName().startsWith("org.apache.pekko.") ? "Pekko " : "Akka ") + Version.current();
   }
 
   /** Words that mark a -D key as a secret's, in any case ("pass" also covers password, passwd). */
