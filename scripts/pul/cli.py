@@ -282,10 +282,11 @@ def cmd_report(argv: list[str]) -> int:
         if options.check:
             raise MissingTool(f"cannot check them: {message}")
         print(f"note: leaving them as they are: {message}", file=sys.stderr)
-    book_wide = play3.book_artifacts()
+    # The book-wide pages (the appendix's table of names) with every lab, not with a few named ones.
+    book_wide = play3.book_artifacts if not options.labs else dict
     if options.check:
         stale = [path for lab in labs for path in report.stale(lab)]
-        stale += [path for path, content in book_wide.items() if not path.exists() or path.read_text() != content]
+        stale += [path for path, content in book_wide().items() if not path.exists() or path.read_text() != content]
         for path in stale:
             print(f"stale: {path} differs from what its results/latest.json gives "
                   "(run `scripts/lab report`)", file=sys.stderr)
@@ -294,7 +295,7 @@ def cmd_report(argv: list[str]) -> int:
         for path, content in report.render(lab).items():
             report.write_file(path, content)
             print(f"wrote {path}")
-    for path, content in book_wide.items():
+    for path, content in book_wide().items():
         report.write_file(path, content)
         print(f"wrote {path}")
     return 0

@@ -57,7 +57,7 @@ def write_file(path: Path, content: str) -> None:
 
 def write_lab(lab: Lab, data: dict) -> list[Path]:
     written = []
-    for rel, content in {**lab.report(data), **play3.artifacts(lab)}.items():
+    for rel, content in lab.report(data).items():
         path = REPO / rel
         write_file(path, content)
         written.append(path)

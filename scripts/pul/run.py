@@ -1108,7 +1108,7 @@ def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, ru
         print(f"Flame graphs (open in a browser): {', '.join(_display(p) for p in flames)}")
     if options.write_report and options.results_dir is None:
         # A Play 3 run changes only the book's Play 3 pages; the chapter teaches from the Play 2.9 run.
-        written = report.write_play3(lab) if playline.current() == "3" else report.write_lab(lab, data)
+        written = ([] if playline.current() == "3" else report.write_lab(lab, data)) + report.write_play3(lab)
         if written:
             print(f"Book tables and figures updated: {', '.join(_display(p) for p in written)}")
 

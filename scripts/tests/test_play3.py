@@ -143,12 +143,42 @@ def run_with(variants: list[tuple[str, float, str]]) -> dict:
 def test_the_comparison_says_which_variants_agree():
     old = run_with([("a", 1000.0, "threads"), ("b", 1000.0, "threads"), ("c", 1000.0, "threads")])
     new = run_with([("a", 1090.0, "threads"), ("b", 1200.0, "threads"), ("c", 1000.0, "server CPU")])
-    text = play3.comparison_markdown(resolve("01"), old, new)
+    text = play3.comparison_markdown(resolve("01"), [old], [new])
     rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
     assert rows["a"].endswith("| yes |") and "1.09" in rows["a"]
     assert rows["b"].endswith("| **no** |")  # 20% apart
     assert rows["c"].endswith("| **no** |") and "threads → server CPU" in rows["c"]  # another bound
     assert "1 of 3 variants agree" in text and "Apart: b, c." in text
+
+
+def test_second_runs_are_the_yardstick():
+    old = run_with([("a", 1000.0, "threads"), ("b", 1000.0, "threads"), ("c", 1000.0, "threads")])
+    again = run_with([("a", 1400.0, "threads"), ("b", 1000.0, "threads"), ("c", 1000.0, "threads")])
+    new = run_with([("a", 1250.0, "threads"), ("b", 1250.0, "threads"), ("c", 1000.0, "server CPU")])
+    new_again = run_with([("a", 1250.0, "threads"), ("b", 1300.0, "threads"), ("c", 1000.0, "threads")])
+    text = play3.comparison_markdown(resolve("01"), [old, again], [new])
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    # a: 25% above one Play 2.9 run, but between the two: the line itself moved that much.
+    assert rows["a"].endswith("| yes |") and "| 1,000 · 1,400 | 1,250 |" in rows["a"]
+    # b: both Play 2.9 runs at 1,000, Play 3 25% above them; c: another bound.
+    assert rows["b"].endswith("| **no** |") and rows["c"].endswith("| **no** |")
+    assert "1 of 3 variants agree between the lines" in text
+    assert "2 of 3 variants agree within each line (apart within a line: a)" in text
+    # A second Play 3 run that agrees with a Play 2.9 run makes c agree: its first run's bound was noise.
+    text = play3.comparison_markdown(resolve("01"), [old, again], [new, new_again])
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert rows["c"].endswith("| yes |") and rows["b"].endswith("| **no** |")
+
+
+def test_repeated_runs_agree_when_each_lies_within_the_others_range():
+    def with_runs(rate, rates):
+        run = run_with([("a", rate, "server CPU")])
+        run["variants"][0]["extra"]["runs"] = [{"tool": "ab", "requests_per_sec": r} for r in rates]
+        return run["variants"][0]
+    wide = with_runs(1000.0, [700.0, 1000.0, 1300.0])
+    assert play3.agrees([wide], [with_runs(1250.0, [900.0, 1250.0, 1260.0])])
+    # One slow run in each does not make two far-apart medians agree.
+    assert not play3.agrees([wide], [with_runs(1450.0, [900.0, 1440.0, 1450.0])])
 
 
 def test_the_appendix_lists_the_books_akka_names_with_their_pekko_names():
