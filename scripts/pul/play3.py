@@ -41,6 +41,7 @@ def comparison_path(lab: Lab) -> Path:
 
 
 APPENDIX_PATH = GENERATED / "play3-renames.md"
+APPENDIX_PAGE = "play3.md"  # the page that includes it
 
 
 def _code(text: str) -> str:
@@ -250,6 +251,8 @@ def book_names(book: Path = BOOK) -> dict[str, list[str]]:
     the pages that use it."""
     found: dict[str, list[str]] = {}
     for page in sorted(book.glob("*.md")):
+        if page.name in (APPENDIX_PAGE, "SUMMARY.md"):
+            continue  # the appendix quotes the renames themselves
         text = page.read_text()
         for match in re.finditer(r"\{\{#include ([^}:]+)", text):
             included = (page.parent / match.group(1)).resolve()
@@ -262,6 +265,12 @@ def book_names(book: Path = BOOK) -> dict[str, list[str]]:
     return found
 
 
+def _title(page: Path) -> str:
+    """A page's title: its first heading."""
+    first = next((line for line in page.read_text().splitlines() if line.startswith("# ")), None)
+    return first[2:].strip() if first else page.stem
+
+
 def appendix_markdown(book: Path = BOOK) -> str:
     pairs = playline.renames()
     rows = ["| Play 2.9 (Akka) | Play 3 (Pekko) | used in |", "|---|---|---|"]
@@ -269,7 +278,7 @@ def appendix_markdown(book: Path = BOOK) -> str:
         new = playline.translate(name, pairs)
         if new == name:
             continue
-        links = ", ".join(f"[{page[:-3]}]({page})" for page in pages)
+        links = ", ".join(f"[{_title(book / page)}]({page})" for page in pages)
         rows.append(f"| {_code(name)} | {_code(new)} | {links} |")
     return "\n".join(rows) + "\n"
 
