@@ -70,6 +70,9 @@ def cmd_build(argv: list[str]) -> int:
     parser.add_argument("labs", nargs="*", metavar="LAB", help="the labs to build (01, 1, 01-non-blocking; "
                         "default: every lab)")
     parser.add_argument("--rebuild", action="store_true", help="run `sbt stage` even if nothing changed")
+    parser.add_argument("--test", action="store_true",
+                        help="run each lab's Play tests too, in the same sbt (`sbt test stage`; lab 03's "
+                             "in a throwaway PostgreSQL): a lab whose tests fail is not staged")
     add_play_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     options = parser.parse_args(argv[1:])
@@ -84,12 +87,20 @@ def cmd_build(argv: list[str]) -> int:
         # A build takes the machine's cores: not while someone measures.
         with bench_lock(progress):
             for lab in labs:
-                build(lab.dir, children, progress, force=options.rebuild)
+                build(lab.dir, children, progress, force=options.rebuild, test=options.test)
                 progress.clear()
-                print(f"{lab.dir.name}: built on {playline.LINES[line]}, ready to run")
+                print(f"{lab.dir.name}: built on {playline.LINES[line]}"
+                      f"{', ' + tests_passed(lab.dir) if options.test else ''}, ready to run")
     finally:
         children.stop_all()
     return 0
+
+
+def tests_passed(lab_dir: Path) -> str:
+    """What sbt said of the Play tests in the lab's last build ("Passed: Total 8, Failed 0, ...")."""
+    log = (playline.target_dir(lab_dir) / "pul-build.log").read_text(errors="replace")
+    said = [line.split("] ", 1)[-1].strip() for line in log.splitlines() if "Passed: Total" in line]
+    return "its Play tests passed" + (f" ({said[-1]})" if said else "")
 
 
 def add_play_option(parser: argparse.ArgumentParser) -> None:

@@ -50,23 +50,26 @@ def staged_script(lab_dir: Path) -> Path | None:
     return scripts[0] if len(scripts) == 1 else None
 
 
-def build(lab_dir: Path, children: Children, progress: Progress, force: bool = False) -> Path:
-    """`sbt stage` on the current Play line, skipped when nothing changed since its last successful build."""
+def build(lab_dir: Path, children: Children, progress: Progress, force: bool = False, test: bool = False) -> Path:
+    """`sbt stage` on the current Play line, skipped when nothing changed since its last successful build.
+    With `test`, `sbt test stage` (in the lab's test-env, if it has one: lab 03's PostgreSQL), always."""
     target = playline.target_dir(lab_dir)
     stamp = target / "pul-staged.stamp"
     script = staged_script(lab_dir)
-    if (not force and script and stamp.exists()
+    if (not force and not test and script and stamp.exists()
             and stamp.stat().st_mtime >= _newest_input(lab_dir)):
         progress.step(f"build: {lab_dir.name} is up to date (use --rebuild to force)")
         return script
     log_path = target / "pul-build.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     line = playline.current()
-    progress.step(f"building {lab_dir.name} on {playline.LINES[line]} (sbt stage; a line's first build "
-                  "downloads ~270 MB, about a minute)")
+    tasks = ["test", "stage"] if test else ["stage"]
+    wrapper = [str(lab_dir / "test-env")] if test and os.access(lab_dir / "test-env", os.X_OK) else []
+    progress.step(f"building {lab_dir.name} on {playline.LINES[line]} (sbt {' '.join(tasks)}; a line's first "
+                  "build downloads ~270 MB, about a minute)")
     started_at = time.time()
     with log_path.open("w") as log:
-        child = children.start([str(SBT), "stage"], cwd=lab_dir, stdout=log, name="sbt")
+        child = children.start([*wrapper, str(SBT), *tasks], cwd=lab_dir, stdout=log, name="sbt")
         while child.poll() is None:
             progress.update(_last_line(log_path) or "starting sbt")
             time.sleep(0.5)
@@ -74,7 +77,8 @@ def build(lab_dir: Path, children: Children, progress: Progress, force: bool = F
     progress.clear()
     script = staged_script(lab_dir)
     if child.popen.returncode != 0 or script is None:
-        raise BuildFailed(f"`sbt stage` failed in {lab_dir} (log: {log_path}):\n{_tail(log_path)}")
+        raise BuildFailed(f"`sbt {' '.join(tasks)}` failed in {lab_dir} on {playline.LINES[line]} "
+                          f"(log: {log_path}):\n{_tail(log_path, 80 if test else 25)}")
     stamp.write_text(f"{started_at}\n")
     os.utime(stamp, (started_at, started_at))
     return script

@@ -202,6 +202,20 @@ JIT_BUSY = 0.15
 ECHO_STEP_BAND = (0.75, 1.25)
 
 
+def with_the_runs_compiler(v: dict) -> float:
+    """Measured over the server-CPU bound with the JIT compiler's share the measured run had, not
+    its calibration's. The prediction, made before the run, leaves out the compiler's share of the
+    core in the calibration rounds (pul.model); where the compiler quietened down by the measured
+    run, requests had more of the core. A clean-clone run: c=2 calibrated with the compiler on 22%
+    of the core, measured with it on 6%, at 1.26 of the bound: (1 - 0.06) / (1 - 0.22) = 1.21 of it
+    was the compiler's share returned to the requests."""
+    ratio = v["measured_over_predicted"]
+    calibrated = (v.get("calibration") or {}).get("jit_share")
+    if v["bound_by"] != "server CPU" or calibrated is None or v.get("jit_share") is None:
+        return ratio
+    return ratio * (1 - calibrated) / (1 - v["jit_share"])
+
+
 def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
     closed = [v for v in smoke["variants"] if v["extra"].get("sweep") in ("echo", "fixed")]
     echo_ratios = []
@@ -225,13 +239,15 @@ def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
             if v["measured_over_predicted"] > ceiling:
                 misses.append((*seen, f"above {ceiling:.2f}", spread))
             continue
+        ratio = v["measured_over_predicted"]
         if v["extra"]["sweep"] == "echo":
-            echo_ratios.append(v["measured_over_predicted"])
+            ratio = with_the_runs_compiler(v)
+            echo_ratios.append(ratio)
             low, high = ECHO_STEP_BAND
         else:
             low, high = BAND
-        if not low <= v["measured_over_predicted"] <= high:
-            misses.append((*seen, f"outside {low}-{high}", v["bounds"]))
+        if not low <= ratio <= high:
+            misses.append((*seen, f"{ratio:.3f} outside {low}-{high}", v["bounds"]))
     assert not misses, (misses, [(v["name"], v["measured_over_predicted"]) for v in closed],
                         smoke["machine"].get("steadiness"))
     # At least three steps the compiler left alone: on this machine's one core it was still busy
