@@ -297,17 +297,15 @@ def cmd_report(argv: list[str]) -> int:
     book_wide = play3.book_artifacts if not options.labs else dict
     if options.check:
         stale = [path for lab in labs for path in report.stale(lab)]
-        stale += [path for path, content in book_wide().items() if not path.exists() or path.read_text() != content]
+        stale += report.stale_files(book_wide())
         for path in stale:
             print(f"stale: {path} differs from what its results/latest.json gives "
                   "(run `scripts/lab report`)", file=sys.stderr)
         return 1 if stale else 0
     for lab in labs:
-        for path, content in report.render(lab).items():
-            report.write_file(path, content)
+        for path in report.write_all(report.render(lab)):
             print(f"wrote {path}")
-    for path, content in book_wide().items():
-        report.write_file(path, content)
+    for path in report.write_all(book_wide()):
         print(f"wrote {path}")
     return 0
 

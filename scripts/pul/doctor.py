@@ -455,10 +455,9 @@ def check_coursier() -> Finding:
                            "while online: scripts/offline-cache prefetch (a few minutes); offline: "
                            "scripts/offline-cache import KIT.tar")
     # Each Play line's core module, at the version the labs pin (project/plugins.sbt).
-    groups = {"2.9": "com/typesafe/play", "3": "org/playframework"}
     versions = playline.plugin_versions(playline.REPO / "labs" / "01-non-blocking")
     missing = [f"Play {version}" for line, version in sorted(versions.items())
-               if not list(coursier_dir().glob(f"**/{groups[line]}/play_2.13/{version}"))]
+               if not list(coursier_dir().glob(f"**/{playline.GROUPS[line].replace('.', '/')}/play_2.13/{version}"))]
     if not missing:
         return Finding(OK, "Coursier cache", f"{' and '.join(f'Play {v}' for _, v in sorted(versions.items()))} "
                                              f"are in {coursier_dir()}")

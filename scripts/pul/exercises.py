@@ -382,7 +382,7 @@ def scratch_copy(lab: Lab) -> Iterator[Path]:
 
 def _not_copied(lab_dir: Path):
     # The other Play line's build (target/play-3 below a Play 2.9 build's target/): not needed.
-    other_line = ["play-3"] if playline.current() != "3" else []
+    other_line = [playline.target_dir(lab_dir, "3").name] if playline.current() != "3" else []
 
     def ignore(folder: str, names: list[str]) -> list[str]:
         skip = [name for name in names if name.startswith(PATH_RECORDS)]

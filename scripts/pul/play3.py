@@ -19,7 +19,6 @@ from .results import load, machine_line
 REPO = Path(__file__).resolve().parents[2]
 BOOK = REPO / "book" / "src"
 GENERATED = Path("book") / "src" / "generated"
-RESULTS_DIR = "play-3"
 # Second runs of each line, made beside each other (same day, same machine, same code): how far one
 # line moves between its own runs, the yardstick for the difference between the lines.
 AGAIN_DIRS = {"2.9": "play-2.9-again", "3": "play-3-again"}
@@ -226,18 +225,18 @@ def comparison_markdown(lab: Lab, old_runs: list[dict], new_runs: list[dict]) ->
     return "\n".join(lines)
 
 
-def committed_runs(lab: Lab, *folders: str) -> list[dict]:
-    paths = [lab.dir / "results" / folder / "latest.json" for folder in folders]
-    return [load(path) for path in paths if path.exists()]
+def committed_runs(lab: Lab, line: str) -> list[dict]:
+    """A line's committed runs: the one in its results folder first, then its second run."""
+    paths = [playline.results_dir(lab.dir, line), lab.dir / "results" / AGAIN_DIRS[line]]
+    return [load(path / "latest.json") for path in paths if (path / "latest.json").exists()]
 
 
 def artifacts(lab: Lab) -> dict[Path, str]:
     """The lab's Play 3 pages, {path relative to the repository: content}: its names table always,
     its comparison when both lines have a committed run."""
     found = {names_path(lab): names_markdown(lab)}
-    old_runs = committed_runs(lab, "", AGAIN_DIRS["2.9"])
-    new_runs = committed_runs(lab, RESULTS_DIR, AGAIN_DIRS["3"])
-    if old_runs and new_runs and (lab.dir / "results" / "latest.json").exists():
+    old_runs, new_runs = committed_runs(lab, "2.9"), committed_runs(lab, "3")
+    if old_runs and new_runs and (playline.results_dir(lab.dir, "2.9") / "latest.json").exists():
         found[comparison_path(lab)] = comparison_markdown(lab, old_runs, new_runs)
     return found
 

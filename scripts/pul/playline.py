@@ -19,24 +19,27 @@ from .errors import BadResults, UsageError
 VARIABLE = "PUL_PLAY"
 DEFAULT = "2.9"
 LINES = {"2.9": "Play 2.9 on Akka", "3": "Play 3 on Apache Pekko"}
+# Each line's Maven group id (Play 3 moved from com.typesafe.play to org.playframework).
+GROUPS = {"2.9": "com.typesafe.play", "3": "org.playframework"}
 RENAMES_FILE = Path("project") / "pekko-renames.txt"
 REPO = Path(__file__).resolve().parents[2]
 COMMON_RENAMES = REPO / "labs" / "common" / "pekko-renames.txt"
 
 
-def check(line: str) -> str:
+def _checked(line: str, given: str) -> str:
     if line not in LINES:
-        raise UsageError(f"--play takes {' or '.join(LINES)} (got {line!r}): "
-                         + "; ".join(f"{key}: {name}" for key, name in LINES.items()))
+        raise UsageError(f"{given} (got {line!r}): use {' or '.join(LINES)} ("
+                         + "; ".join(f"{key}: {name}" for key, name in LINES.items()) + ")")
     return line
+
+
+def check(line: str) -> str:
+    return _checked(line, "--play takes a Play line")
 
 
 def current() -> str:
     """The line the labs build on now: PUL_PLAY, or the default."""
-    line = os.environ.get(VARIABLE) or DEFAULT
-    if line not in LINES:
-        raise UsageError(f"{VARIABLE}={line!r}: use {' or '.join(LINES)} ({'; '.join(f'{k}: {v}' for k, v in LINES.items())})")
-    return line
+    return _checked(os.environ.get(VARIABLE) or DEFAULT, f"{VARIABLE} names a Play line")
 
 
 def choose(line: str | None) -> str:
@@ -46,15 +49,21 @@ def choose(line: str | None) -> str:
     return chosen
 
 
+def _apart(line: str | None) -> str:
+    """The folder a line's build and results keep below the lab's target/ and results/: none for
+    Play 2.9, play-3 for Play 3 (PlayLine.scala's target)."""
+    return "play-3" if (line or current()) == "3" else ""
+
+
 def target_dir(lab_dir: Path, line: str | None = None) -> Path:
     """Where the build of a line writes (PlayLine.scala): Play 3 apart, so the lines never share classes."""
-    return lab_dir / "target" / ("play-3" if (line or current()) == "3" else "")
+    return lab_dir / "target" / _apart(line)
 
 
 def results_dir(lab_dir: Path, line: str | None = None) -> Path:
     """Where a lab's committed run of the line lives: results/ (the run the book teaches from) for
     Play 2.9, results/play-3/ beside it for Play 3, so a Play 3 run never replaces the other."""
-    return lab_dir / "results" / ("play-3" if (line or current()) == "3" else "")
+    return lab_dir / "results" / _apart(line)
 
 
 def renames(path: Path = COMMON_RENAMES) -> list[tuple[str, str]]:
@@ -86,7 +95,7 @@ def plugin_versions(lab_dir: Path) -> dict[str, str]:
     """Each line's Play version, as the lab's project/plugins.sbt pins it."""
     text = (lab_dir / "project" / "plugins.sbt").read_text(errors="replace")
     found = {}
-    for group, line in (("com.typesafe.play", "2.9"), ("org.playframework", "3")):
+    for line, group in GROUPS.items():
         match = re.search(rf'"{re.escape(group)}"\s*%\s*"sbt-plugin"\s*%\s*"([^"]+)"', text)
         if match:
             found[line] = match.group(1)

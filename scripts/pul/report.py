@@ -55,28 +55,33 @@ def write_file(path: Path, content: str) -> None:
     write_text_atomic(path, content)
 
 
-def write_lab(lab: Lab, data: dict) -> list[Path]:
+def write_all(artifacts: dict[Path, str]) -> list[Path]:
+    """Book files, {path (relative to the repository, or absolute): content}, each written atomically."""
     written = []
-    for rel, content in lab.report(data).items():
+    for rel, content in artifacts.items():
         path = REPO / rel
         write_file(path, content)
         written.append(path)
     return written
 
 
+def write_lab(lab: Lab, data: dict) -> list[Path]:
+    return write_all(lab.report(data))
+
+
 def write_play3(lab: Lab) -> list[Path]:
     """The lab's Play 3 pages only (pul.play3), after a Play 3 run."""
-    written = []
-    for rel, content in play3.artifacts(lab).items():
-        write_file(REPO / rel, content)
-        written.append(REPO / rel)
-    return written
+    return write_all(play3.artifacts(lab))
+
+
+def stale_files(artifacts: dict[Path, str]) -> list[Path]:
+    """The files whose committed content differs from what they should hold."""
+    return [path for path, content in artifacts.items() if not path.exists() or path.read_text() != content]
 
 
 def stale(lab: Lab) -> list[Path]:
     """Artifacts whose committed content differs from what latest.json gives."""
-    return [path for path, content in render(lab).items()
-            if not path.exists() or path.read_text() != content]
+    return stale_files(render(lab))
 
 
 def figure_title(script: str) -> str | None:

@@ -38,30 +38,42 @@ def test_every_variant_ran_without_errors(smoke):
         assert v["failed"] == 0 and v["non_2xx"] == 0, v
 
 
-@pytest.mark.parametrize("language", ["java", "scala"])
-def test_offloading_triples_throughput(smoke, language):
-    v = by_name(smoke)
-    assert v[f"{language}-offloaded"]["requests_per_sec"] >= 3 * v[f"{language}-blocking"]["requests_per_sec"]
+def check_offloading_triples_throughput(run: dict, language: str) -> None:
+    v = by_name(run)
+    assert v[f"{language}-offloaded"]["requests_per_sec"] >= 3 * v[f"{language}-blocking"]["requests_per_sec"], v
 
 
-@pytest.mark.parametrize("language", ["java", "scala"])
-def test_blocking_is_bound_by_the_default_dispatcher(smoke, language):
-    v = by_name(smoke)[f"{language}-blocking"]
+def check_blocking_is_bound_by_the_default_dispatcher(run: dict, language: str) -> None:
+    v = by_name(run)[f"{language}-blocking"]
     # The prediction came from the threads the server reported, not from this test.
-    assert v["pool"] == "default" and v["pool_threads"] == smoke["pools"]["pools"]["default"]["threads"]
+    assert v["pool"] == "default" and v["pool_threads"] == run["pools"]["pools"]["default"]["threads"]
     assert v["bound_by"] == "threads", v["bounds"]
     assert BAND[0] <= v["measured_over_predicted"] <= BAND[1], v
 
 
-@pytest.mark.parametrize("language", ["java", "scala"])
-def test_offloaded_reaches_the_bound_the_model_names(smoke, language):
-    v = by_name(smoke)[f"{language}-offloaded"]
+def check_offloaded_reaches_the_bound_the_model_names(run: dict, language: str) -> None:
+    v = by_name(run)[f"{language}-offloaded"]
     # 50 in flight on a 100-thread pool: the load itself, unless the core binds first.
     assert v["bound_by"] in ("requests in flight", "server CPU"), v["bounds"]
     # All 50 in service: the prediction counts their queueing for the core.
     assert v["extra"]["queueing"]["in_service"] == 50, v["extra"]
     assert v["predicted_requests_per_sec"] == pytest.approx(model_prediction(v), rel=1e-3)
     assert BAND[0] <= v["measured_over_predicted"] <= BAND[1], v
+
+
+@pytest.mark.parametrize("language", ["java", "scala"])
+def test_offloading_triples_throughput(smoke, language):
+    check_offloading_triples_throughput(smoke, language)
+
+
+@pytest.mark.parametrize("language", ["java", "scala"])
+def test_blocking_is_bound_by_the_default_dispatcher(smoke, language):
+    check_blocking_is_bound_by_the_default_dispatcher(smoke, language)
+
+
+@pytest.mark.parametrize("language", ["java", "scala"])
+def test_offloaded_reaches_the_bound_the_model_names(smoke, language):
+    check_offloaded_reaches_the_bound_the_model_names(smoke, language)
 
 
 @pytest.mark.parametrize("language", ["java", "scala"])
@@ -184,20 +196,16 @@ def test_the_server_ran_play_3_on_pekko(play3):
 
 
 def test_offloading_triples_throughput_on_play_3(play3):
-    v = by_name(play3)
-    assert v["java-offloaded"]["requests_per_sec"] >= 3 * v["java-blocking"]["requests_per_sec"], v
+    check_offloading_triples_throughput(play3, "java")
 
 
 def test_each_variant_reaches_the_bound_it_has_on_play_2_9(play3):
-    v = by_name(play3)
-    # What the lab predicts on Play 2.9 (test_lab01): the blocking pair bound by the default
+    # What the lab predicts on Play 2.9 (the tests above): the blocking pair bound by the default
     # dispatcher's threads, the offloaded pair by the requests in flight (or the core, first).
-    assert v["java-blocking"]["bound_by"] == "threads", v["java-blocking"]["bounds"]
-    assert v["java-blocking"]["pool_threads"] == play3["pools"]["pools"]["default"]["threads"]
-    assert v["java-offloaded"]["bound_by"] in ("requests in flight", "server CPU"), v["java-offloaded"]["bounds"]
-    for name in PLAY3_VARIANTS:
-        assert v[name]["predicted_requests_per_sec"] == pytest.approx(model_prediction(v[name]), rel=1e-3)
-        assert BAND[0] <= v[name]["measured_over_predicted"] <= BAND[1], v[name]
+    check_blocking_is_bound_by_the_default_dispatcher(play3, "java")
+    check_offloaded_reaches_the_bound_the_model_names(play3, "java")
+    v = by_name(play3)["java-blocking"]
+    assert v["predicted_requests_per_sec"] == pytest.approx(model_prediction(v), rel=1e-3)
 
 
 def test_the_build_translates_as_the_book_shows(play3):
@@ -205,7 +213,7 @@ def test_the_build_translates_as_the_book_shows(play3):
     names tables and the appendix show what the server compiled."""
     lab_dir = Path(__file__).resolve().parents[1]
     pairs = playline.renames(lab_dir / playline.RENAMES_FILE)
-    compiled = lab_dir / "target" / "play-3" / "scala-2.13" / "src_managed" / "main" / "pekko"
+    compiled = playline.target_dir(lab_dir, "3") / "scala-2.13" / "src_managed" / "main" / "pekko"
     sources = sorted(p for p in (lab_dir / "app").rglob("*") if p.suffix in (".java", ".scala"))
     assert sources and compiled.is_dir(), compiled
     for source in sources:
