@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checks, exercises, play3, playline, profile, report, runtimes, timeline, tools
+from . import checks, exercises, play3, playline, profile, report, runtimes, timeline, timings, tools
 from .errors import EXIT_CODES, LabError, MissingTool, UsageError
 from .lab import all_labs, resolve
 from .procs import Children, Interrupted, run_id, signals_raise
@@ -293,8 +293,9 @@ def cmd_report(argv: list[str]) -> int:
         if options.check:
             raise MissingTool(f"cannot check them: {message}")
         print(f"note: leaving them as they are: {message}", file=sys.stderr)
-    # The book-wide pages (the appendix's table of names) with every lab, not with a few named ones.
-    book_wide = play3.book_artifacts if not options.labs else dict
+    # The book-wide pages (the appendix's table of names, the instructor guide's timings) with every
+    # lab, not with a few named ones.
+    book_wide = (lambda: {**play3.book_artifacts(), **timings.artifacts()}) if not options.labs else dict
     if options.check:
         stale = [path for lab in labs for path in report.stale(lab)]
         stale += report.stale_files(book_wide())

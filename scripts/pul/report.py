@@ -65,6 +65,12 @@ def write_all(artifacts: dict[Path, str]) -> list[Path]:
     return written
 
 
+def write_changed(artifacts: dict[Path, str]) -> list[Path]:
+    """Only the book files whose content differs from what they should hold."""
+    return write_all({path: content for path, content in artifacts.items()
+                      if path in set(stale_files(artifacts))})
+
+
 def write_lab(lab: Lab, data: dict) -> list[Path]:
     return write_all(lab.report(data))
 

@@ -28,6 +28,32 @@ def this_lab(test_file: str):
     return load(Path(test_file).resolve().parents[1])
 
 
+def smoke_module(relative: str):
+    """A lab's smoke-test module (a path relative to the repository), imported by path: its checks
+    are functions of the results, which other tests run on doctored copies of a committed run."""
+    import importlib.util
+
+    path = REPO / relative
+    spec = importlib.util.spec_from_file_location(f"smoke_{path.parent.parent.name.replace('-', '_')}_{path.stem}",
+                                                  path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def committed_results(lab_folder: str, *folder: str) -> dict:
+    """`labs/LAB_FOLDER/results/[FOLDER/]latest.json` as committed (git's HEAD), not as a local run
+    left it: a student's `scripts/lab run` replaces the working tree's run, and the tests that
+    check the project's own checks on a committed run must not change with it. Outside a git
+    checkout (a copy of the files), the file itself."""
+    relative = Path("labs", lab_folder, "results", *folder, "latest.json").as_posix()
+    shown = subprocess.run(["git", "-C", str(REPO), "show", f"HEAD:{relative}"], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL)
+    if shown.returncode == 0:
+        return json.loads(shown.stdout)
+    return json.loads((REPO / relative).read_text())
+
+
 # A results file to check instead of making a smoke run: PUL_SMOKE_RESULTS=labs/NN-name/
 # results/latest.json pytest labs/NN-name/tests -m "slow and not lifecycle" runs the smoke
 # checks on a run of the reader's own (a default run, say). Only a smoke run is replaced
@@ -118,6 +144,51 @@ class Driver:
             except OSError:
                 pass
         time.sleep(0.5)
+
+
+# The census (`scripts/test --repeat N PART`) sets this: every band a measured test checks with
+# `within` is then written to that file, one JSON line each, whether it holds or not.
+CENSUS_VARIABLE = "PUL_CENSUS_FILE"
+
+
+def margin(value: float, low: float | None, high: float | None) -> float:
+    """How far `value` is inside [low, high], as a share of the nearer edge (negative outside it):
+    1.00 in 0.85-1.10 keeps 0.091, the upper edge being 9.1% of 1.10 away (the lower, 17.6% of 0.85).
+    An edge at zero: the plain difference."""
+    shares = []
+    if low is not None:
+        shares.append((value - low) / abs(low) if low else value - low)
+    if high is not None:
+        shares.append((high - value) / abs(high) if high else high - value)
+    return min(shares)
+
+
+def band_miss(label: str, value: float, low: float | None = None, high: float | None = None) -> str | None:
+    """Whether low <= value <= high (an edge of None is open): None where it holds, else a line that
+    says by how much it missed. Every band a measured test checks goes through here, so that the
+    census can record its margin over many runs. `label` names the band within its test (a
+    variant, a step): the census adds the test's own id."""
+    if low is None and high is None:
+        raise ValueError("a band needs a low or a high edge")
+    kept = margin(value, low, high)
+    census = os.environ.get(CENSUS_VARIABLE)
+    if census:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+        record = {"test": test, "band": label, "value": value, "low": low, "high": high,
+                  "margin": round(kept, 4), "held": kept >= 0}
+        with open(census, "a", encoding="utf-8") as out:
+            out.write(json.dumps(record) + "\n")
+    if kept >= 0:
+        return None
+    edges = f"{'-inf' if low is None else f'{low:.4g}'} .. {'inf' if high is None else f'{high:.4g}'}"
+    return f"{label}: {value:.4g} outside {edges} (missed by {-kept:.1%})"
+
+
+def within(label: str, value: float, low: float | None = None, high: float | None = None,
+           context: object = None) -> None:
+    """Assert that value lies in [low, high], through band_miss (recorded for the census)."""
+    miss = band_miss(label, value, low, high)
+    assert miss is None, miss + (f"; {context}" if context is not None else "")
 
 
 def by_name(results: dict) -> dict[str, dict]:

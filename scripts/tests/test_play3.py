@@ -5,7 +5,6 @@ lab's Play tests on both lines) and lab 01's part (a Play 3 smoke run)."""
 from __future__ import annotations
 
 import copy
-import json
 import subprocess
 import sys
 import tomllib
@@ -16,6 +15,7 @@ import pytest
 from pul import play3, playline
 from pul.errors import BadResults, UsageError
 from pul.lab import resolve
+from pul.testing import committed_results
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = [sys.executable, str(REPO / "scripts" / "lab")]
@@ -129,7 +129,7 @@ def test_a_labs_names_table_shows_its_settings_and_imports():
 
 
 def run_with(variants: list[tuple[str, float, str]]) -> dict:
-    base = json.loads((REPO / "labs" / "01-non-blocking" / "results" / "latest.json").read_text())
+    base = committed_results("01-non-blocking")
     run = copy.deepcopy(base)
     template = run["variants"][0]
     run["variants"] = []

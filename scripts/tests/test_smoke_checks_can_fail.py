@@ -17,21 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from pul.testing import committed_results, smoke_module
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def smoke_module(relative: str):
-    """A lab's smoke-test module, imported by path (its tests are not collected from here)."""
-    path = REPO / relative
-    spec = importlib.util.spec_from_file_location(f"smoke_{path.parent.parent.name.replace('-', '_')}_{path.stem}",
-                                                  path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def committed(lab: str) -> dict:
-    return json.loads((REPO / "labs" / lab / "results" / "latest.json").read_text())
+    return committed_results(lab)
 
 
 # -- lab 05: the fixed road ------------------------------------------------------

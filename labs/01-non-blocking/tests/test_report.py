@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from pul.testing import this_lab
+from pul.testing import committed_results, this_lab
 
 LAB = this_lab(__file__)
 REPORT = LAB.module("report")
@@ -30,7 +28,7 @@ def test_the_cpu_sentence_without_a_compiler_reading_gives_the_totals_only():
 
 
 def test_the_committed_summary_compares_the_cpu_of_both_languages():
-    results = json.loads((LAB.dir / "results" / "latest.json").read_text())
+    results = committed_results(LAB.dir.name)
     notes = REPORT.summary_notes(results)
     for language in ("java", "scala"):
         assert any(n.startswith(f"{language}: the server spent") for n in notes), language
@@ -47,7 +45,7 @@ def test_the_committed_run_shows_blocking_costs_the_core_what_offloading_does():
     over about a sixth of the requests: a little higher, never a multiple. While the compiler is
     still busy, uncompiled code costs more CPU in the variant's own threads too (the chapter's
     second reason): then the blocking figure is higher, and the compiler's share shows why."""
-    results = json.loads((LAB.dir / "results" / "latest.json").read_text())
+    results = committed_results(LAB.dir.name)
     by_name = {v["name"]: v for v in results["variants"]}
     for language in ("java", "scala"):
         blocking, offloaded = by_name[f"{language}-blocking"], by_name[f"{language}-offloaded"]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from pul.testing import this_lab
+from pul.testing import committed_results, this_lab
 
 LAB = this_lab(__file__)
 REPORT = LAB.module("report")
@@ -30,5 +28,5 @@ def test_the_cpu_sentence_needs_both_variants():
 
 
 def test_the_committed_summary_compares_the_thread_per_task_cpu_with_custom_ec():
-    results = json.loads((LAB.dir / "results" / "latest.json").read_text())
+    results = committed_results(LAB.dir.name)
     assert any(n.startswith(f"{JVM_DEFAULT}: the server spent") for n in REPORT.summary_notes(results))

@@ -15,7 +15,7 @@ import pytest
 
 from pul import timeline
 
-from pul.testing import SMOKE_RESULTS_VARIABLE, model_prediction, run_lab, this_lab
+from pul.testing import SMOKE_RESULTS_VARIABLE, band_miss, model_prediction, run_lab, this_lab, within
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -73,9 +73,9 @@ def check_the_lanes_decide_the_fixed_road(results: dict) -> None:
     fixed = by_c(sweep(results, "fixed-"))
     for c, v in fixed.items():
         expected = max(1, c / lanes) * work_ms
-        assert 0.95 * expected <= v["p50_ms"] <= 1.3 * expected, (v["name"], v["p50_ms"], expected)
+        within(f"{v['name']} p50 ms", v["p50_ms"], 0.95 * expected, 1.3 * expected)
     top = fixed[max(fixed)]
-    assert top["server_cpu_utilization"] <= 0.6, (top["name"], top["server_cpu_utilization"])
+    within(f"{top['name']} server CPU utilisation", top["server_cpu_utilization"], high=0.6)
 
 
 def test_the_lanes_not_the_core_decide_the_fixed_road(smoke):
@@ -87,47 +87,64 @@ def test_fixed_service_throughput_follows_min_c_lanes_over_service_time(smoke, l
     for c, v in by_c(sweep(smoke, "fixed-")).items():
         predicted = min(c, lanes) / (work_ms / 1000)
         assert v["predicted_requests_per_sec"] == pytest.approx(predicted)
-        assert 0.80 <= v["requests_per_sec"] / predicted <= 1.05, v["name"]
-        assert v["requests_per_sec"] <= 1.05 * capacity
+        within(f"{v['name']} measured/predicted", v["requests_per_sec"] / predicted, 0.80, 1.05)
+        within(f"{v['name']} req/s against the road's capacity", v["requests_per_sec"], high=1.05 * capacity)
 
 
-def test_the_timeline_shows_the_lanes_full_only_past_the_knee(smoke, lanes):
+# Below the knee a sample may still count a lane whose request has been answered but whose
+# thread has not yet gone back to the pool, while the next request already holds another: more
+# lanes busy than cars, for an instant. At most this share of the samples may show it.
+LINGERING_SHARE = 0.10
+
+
+def check_the_timeline_shows_the_lanes_full_only_past_the_knee(results: dict) -> None:
     """Past the knee every lane is busy in most samples, the cars queued behind them; below it,
-    never more lanes busy than cars on the road (the echo's core is busy throughout)."""
-    for c, v in by_c(sweep(smoke, "fixed-")).items():
+    no more lanes busy than cars on the road in the median sample, and in all but a few (the echo's
+    core is busy throughout)."""
+    lanes = results["pools"]["pools"]["lanes"]["threads"]
+    for c, v in by_c(sweep(results, "fixed-")).items():
         found = v["timeline"]["pools"]["lanes"]
         if c >= 2 * lanes:
-            assert timeline.share_at(found["busy"], lanes) >= 0.8, (v["name"], found)
-            assert timeline.share_at(found["queued"], 1) >= 0.5, (v["name"], found)
+            within(f"{v['name']} share of samples with every lane busy", timeline.share_at(found["busy"], lanes), 0.8)
+            within(f"{v['name']} share of samples with cars queued", timeline.share_at(found["queued"], 1), 0.5)
         elif c <= lanes // 2:
-            assert max(x for x in found["busy"] if x is not None) <= c, (v["name"], found)
+            busy = sorted(x for x in found["busy"] if x is not None)
+            within(f"{v['name']} median busy lanes", busy[len(busy) // 2], high=c)
+            within(f"{v['name']} share of samples with more lanes busy than cars",
+                   timeline.share_at(busy, c + 1), high=LINGERING_SHARE, context=busy)
     # The echo's JVM had most of its core in most samples (a CI machine's neighbours took up to
     # 43% of it: the steadiness probe at 57%).
-    echo = by_c(sweep(smoke, ""))[TOP]
-    assert timeline.share_at(echo["timeline"]["cpu_cores"], 0.5) >= 0.6, echo["timeline"]["cpu_cores"]
+    echo = by_c(sweep(results, ""))[max(by_c(sweep(results, "")))]
+    within(f"{echo['name']} share of samples with the JVM on half a core or more",
+           timeline.share_at(echo["timeline"]["cpu_cores"], 0.5), 0.6)
+
+
+def test_the_timeline_shows_the_lanes_full_only_past_the_knee(smoke):
+    check_the_timeline_shows_the_lanes_full_only_past_the_knee(smoke)
 
 
 def test_throughput_saturates(smoke, lanes):
     fixed = by_c(sweep(smoke, "fixed-"))
     # Past the knee, four times the cars give the same toll rate (within 15 %).
-    assert fixed[TOP]["requests_per_sec"] == pytest.approx(fixed[2 * lanes]["requests_per_sec"], rel=0.15)
+    within(f"fixed-c={TOP} req/s over fixed-c={2 * lanes}'s",
+           fixed[TOP]["requests_per_sec"] / fixed[2 * lanes]["requests_per_sec"], 0.85, 1.15)
     echo = by_c(sweep(smoke, ""))
     # The echo has no known capacity, but 64 cars do not get 64 times the throughput of one:
     # far from it (a quarter would already be a road four times as wide as one core gives).
-    assert echo[TOP]["requests_per_sec"] < TOP / 4 * echo[1]["requests_per_sec"]
+    within(f"c={TOP} req/s over c=1's", echo[TOP]["requests_per_sec"] / echo[1]["requests_per_sec"], high=TOP / 4)
 
 
 def test_latency_stays_flat_below_the_knee_and_grows_past_it(smoke, lanes, work_ms):
     fixed = by_c(sweep(smoke, "fixed-"))
     for c in (1, 2, 4, lanes):
-        assert work_ms <= fixed[c]["mean_ms"] <= 1.5 * work_ms, fixed[c]
+        within(f"fixed-c={c} mean ms", fixed[c]["mean_ms"], work_ms, 1.5 * work_ms)
     # Past the knee each extra car waits: mean = c / capacity, i.e. TOP / lanes service times.
     expected = TOP / lanes * work_ms
-    assert fixed[TOP]["mean_ms"] == pytest.approx(expected, rel=0.25)
-    assert fixed[TOP]["p99_ms"] > 4 * fixed[lanes]["p99_ms"]
+    within(f"fixed-c={TOP} mean ms", fixed[TOP]["mean_ms"], 0.75 * expected, 1.25 * expected)
+    within(f"fixed-c={TOP} p99 over fixed-c={lanes}'s", fixed[TOP]["p99_ms"] / fixed[lanes]["p99_ms"], 4)
     echo = by_c(sweep(smoke, ""))
-    assert echo[TOP]["mean_ms"] > 5 * echo[1]["mean_ms"]
-    assert echo[TOP]["p99_ms"] > 2 * echo[1]["p99_ms"]
+    within(f"c={TOP} mean over c=1's", echo[TOP]["mean_ms"] / echo[1]["mean_ms"], 5)
+    within(f"c={TOP} p99 over c=1's", echo[TOP]["p99_ms"] / echo[1]["p99_ms"], 2)
 
 
 def arrivals_of(v: dict) -> str:
@@ -145,13 +162,15 @@ def check_open_loop_queue_builds_only_past_capacity(results: dict) -> None:
     assert below and past
     assert {arrivals_of(v) for v in below} == {arrivals_of(v) for v in past} == {"poisson", "even"}
     for v in below:
-        assert v["requests_per_sec"] == pytest.approx(v["extra"]["offered_rate"], rel=0.10), v["name"]
+        within(f"{v['name']} req/s over the offered rate", v["requests_per_sec"] / v["extra"]["offered_rate"],
+               0.90, 1.10)
         # Evenly spaced requests never wait below capacity; random ones only rarely far from it.
         if arrivals_of(v) == "even" or v["extra"]["fraction_of_capacity"] <= 0.5:
-            assert v["p99_ms"] < 3 * work_ms, v
+            within(f"{v['name']} p99 in service times", v["p99_ms"] / work_ms, high=3)
     for v in past:
-        assert v["requests_per_sec"] <= 1.05 * capacity, v["name"]
-        assert v["p50_ms"] > 5 * work_ms and v["max_ms"] > 10 * work_ms, v
+        within(f"{v['name']} req/s against capacity", v["requests_per_sec"], high=1.05 * capacity)
+        within(f"{v['name']} p50 in service times", v["p50_ms"] / work_ms, 5)
+        within(f"{v['name']} max in service times", v["max_ms"] / work_ms, 10)
 
 
 def check_random_arrivals_wait_as_m_d_c_says(results: dict) -> None:
@@ -169,12 +188,10 @@ def check_random_arrivals_wait_as_m_d_c_says(results: dict) -> None:
     assert poisson["extra"]["queue_model"].startswith("M/D/") and predicted_wait > 0
     measured_wait = poisson["mean_ms"] - even["mean_ms"]
     # Clearly longer: at least a third of the predicted wait, and the p90 longer too.
-    assert measured_wait > predicted_wait / 3, (measured_wait, predicted_wait)
-    assert poisson["p90_ms"] > even["p90_ms"], (poisson["p90_ms"], even["p90_ms"])
-    # Within a generous band of M/D/c: the mean latency, and the wait alone.
-    assert 0.85 * poisson["extra"]["predicted_mean_ms"] <= poisson["mean_ms"] \
-        <= 1.5 * poisson["extra"]["predicted_mean_ms"], (poisson["mean_ms"], poisson["extra"]["predicted_mean_ms"])
-    assert measured_wait < 3 * predicted_wait, (measured_wait, predicted_wait)
+    within("Poisson wait over M/D/c's", measured_wait / predicted_wait, 1 / 3, 3)
+    within("Poisson p90 over even p90", poisson["p90_ms"] / even["p90_ms"], 1)
+    # Within a generous band of M/D/c: the mean latency.
+    within("Poisson mean over M/D/c's", poisson["mean_ms"] / poisson["extra"]["predicted_mean_ms"], 0.85, 1.5)
 
 
 def test_open_loop_queue_builds_only_past_capacity(smoke):
@@ -236,8 +253,10 @@ def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
             calibration = v.get("calibration") or {}
             spread = calibration.get("server_cpu_ms_spread") if v["bound_by"] == "server CPU" else None
             ceiling = BAND[1] * calibration["server_cpu_ms"] / min(spread) if spread else BAND[1]
-            if v["measured_over_predicted"] > ceiling:
-                misses.append((*seen, f"above {ceiling:.2f}", spread))
+            miss = band_miss(f"{v['name']} measured/predicted (compiler busy)", v["measured_over_predicted"],
+                             high=ceiling)
+            if miss:
+                misses.append((*seen, miss, spread))
             continue
         ratio = v["measured_over_predicted"]
         if v["extra"]["sweep"] == "echo":
@@ -246,14 +265,16 @@ def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
             low, high = ECHO_STEP_BAND
         else:
             low, high = BAND
-        if not low <= ratio <= high:
-            misses.append((*seen, f"{ratio:.3f} outside {low}-{high}", v["bounds"]))
+        miss = band_miss(f"{v['name']} measured/predicted", ratio, low, high)
+        if miss:
+            misses.append((*seen, miss, v["bounds"]))
     assert not misses, (misses, [(v["name"], v["measured_over_predicted"]) for v in closed],
                         smoke["machine"].get("steadiness"))
     # At least three steps the compiler left alone: on this machine's one core it was still busy
     # through c=8 after the echo's warm-up in a clean-clone run (0.15-0.17 of the core at c=2,
     # c=4 and c=8), which left c=16, c=32 and c=64 (0.84, 0.97, 0.93; median 0.93).
-    assert len(echo_ratios) >= 3 and BAND[0] <= statistics.median(echo_ratios) <= BAND[1], echo_ratios
+    assert len(echo_ratios) >= 3, echo_ratios
+    within("echo steps' median measured/predicted", statistics.median(echo_ratios), *BAND, context=echo_ratios)
     # The echo is pure CPU: past one request in flight, the server's core binds, not a pool.
     assert {v["bound_by"] for v in closed if v["extra"]["sweep"] == "echo" and v["concurrency"] >= 4} \
         == {"server CPU"}
