@@ -1,0 +1,136 @@
+"""The flake census (`scripts/test --repeat N PART`, pul.census) on a stand-in repository whose
+scripts/test is a stub: fresh clones, every band recorded, logs kept per repetition, a summary that
+counts failures and margins, bad arguments refused before any work, nothing left after Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pul import census
+from pul.testing import CENSUS_VARIABLE, band_miss, margin
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A stand-in scripts/test: part "fake" records one band whose value comes from a counter outside
+# the clone (so each repetition differs), fails on the third call, and sleeps if asked to.
+STUB = """#!/usr/bin/env bash
+set -u
+if [[ ${1:-} == --list ]]; then echo "fake   a stand-in part"; echo "other  another"; exit 0; fi
+count_file=COUNTER
+n=$(( $(cat "$count_file" 2>/dev/null || echo 0) + 1 )); echo "$n" >"$count_file"
+mkdir -p test-output
+echo "log of call $n" >test-output/fake.log
+if [[ -f SLEEP ]]; then sleep 60 & echo "$!" >SLEEP_PID_FILE; wait; fi
+value=$(python3 -c "print(0.8 + 0.1 * $n)")
+echo "{\\"test\\": \\"t.py::test_x\\", \\"band\\": \\"x\\", \\"value\\": $value, \\"low\\": 0.85, \\"high\\": 1.1, \\"margin\\": $(python3 -c "print(round(min(($value - 0.85) / 0.85, (1.1 - $value) / 1.1), 4))"), \\"held\\": true}" >>"$PUL_CENSUS_FILE"
+if [[ $n -eq 3 ]]; then
+  echo "FAILED t.py::test_x - boom"; echo "=== fake: FAILED in 2s (log: test-output/fake.log)"; exit 1
+fi
+echo "=== fake: PASSED in 1s"
+"""
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / "scripts" / "test").write_text(STUB.replace("COUNTER", str(tmp_path / "counter"))
+                                          .replace("SLEEP_PID_FILE", str(tmp_path / "sleep.pid")))
+    (repo / "scripts" / "test").chmod(0o755)
+    for command in (["git", "init", "-q"], ["git", "add", "-A"],
+                    ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "x"]):
+        subprocess.run(command, cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+def test_margin_is_the_share_of_the_nearer_edge():
+    assert margin(1.0, 0.85, 1.10) == pytest.approx(0.1 / 1.1)
+    assert margin(0.80, 0.85, 1.10) == pytest.approx(-0.05 / 0.85)
+    assert margin(3.0, 2.0, None) == pytest.approx(0.5)
+    assert margin(0.0, None, 0.0) == 0
+
+
+def test_band_miss_records_every_band_held_or_not(tmp_path, monkeypatch):
+    out = tmp_path / "bands.jsonl"
+    monkeypatch.setenv(CENSUS_VARIABLE, str(out))
+    assert band_miss("ok", 1.0, 0.85, 1.10) is None
+    assert "0.8 outside 0.85 .. 1.1 (missed by 5.9%)" in band_miss("low", 0.8, 0.85, 1.10)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["band"], r["held"]) for r in records] == [("ok", True), ("low", False)]
+    assert records[0]["test"].endswith("test_band_miss_records_every_band_held_or_not")
+
+
+def test_three_repetitions_from_fresh_clones(stand_in, tmp_path):
+    folder = tmp_path / "census"
+    assert census.repeat(stand_in, 3, ["fake"], folder) == 1  # the third repetition failed
+    data = json.loads((folder / "census.json").read_text())
+    assert [r["parts"]["fake"]["passed"] for r in data["repetitions"]] == [True, True, False]
+    assert data["repetitions"][2]["failed_tests"] == ["t.py::test_x"]
+    # Each repetition's part log kept apart; the clones gone.
+    assert [(folder / f"rep-0{k}" / "fake.log").read_text() for k in (1, 2, 3)] == \
+        [f"log of call {k}\n" for k in (1, 2, 3)]
+    assert not (stand_in / "test-output").exists()
+    summary = census.summarise(data["repetitions"])
+    assert summary["parts"]["fake"] == {"runs": 3, "passed": 2, "seconds_min": 1, "seconds_median": 1,
+                                        "seconds_max": 2}
+    [band] = summary["bands"]
+    assert band["runs"] == 3 and band["failed"] == 0
+    assert band["value_min"] == pytest.approx(0.9) and band["value_max"] == pytest.approx(1.1)
+    assert band["margin_min"] == pytest.approx(0.0, abs=1e-3)
+    text = (folder / "summary.md").read_text()
+    assert "| fake | 3 | 2/3 |" in text and "x ⚠" in text  # a margin of 0 is too thin
+
+
+def test_merged_censuses_count_all_their_repetitions(stand_in, tmp_path, capsys):
+    census.repeat(stand_in, 1, ["fake"], tmp_path / "a")
+    census.repeat(stand_in, 1, ["fake"], tmp_path / "b")
+    assert census.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "SUMMARY.md") == 0
+    assert "# Test census: 2 repetitions" in (tmp_path / "SUMMARY.md").read_text()
+
+
+@pytest.mark.parametrize("count, parts, message", [
+    (0, ["fake"], "1 to 100"), (2, [], "name the parts"), (2, ["fake", "nosuch"], "unknown part(s) nosuch")])
+def test_bad_arguments_are_refused_before_any_clone(stand_in, tmp_path, count, parts, message):
+    with pytest.raises(census.CensusError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        census.repeat(stand_in, count, parts, tmp_path / "census")
+    assert not (tmp_path / "census").exists() and not (tmp_path / "counter").exists()
+
+
+def test_a_folder_that_is_no_census_is_refused(tmp_path):
+    (tmp_path / "census.json").write_text("[1, 2]")
+    with pytest.raises(census.CensusError, match="not a census"):
+        census.merge([tmp_path], None)
+
+
+def test_ctrl_c_stops_the_repetition_and_leaves_no_clone(stand_in, tmp_path):
+    (stand_in / "SLEEP").write_text("")
+    subprocess.run(["git", "add", "SLEEP"], cwd=stand_in, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "s"],
+                   cwd=stand_in, check=True)
+    code = f"import sys; sys.path.insert(0, {str(REPO / 'scripts')!r}); from pul import census; " \
+           f"sys.exit(census.repeat(__import__('pathlib').Path({str(stand_in)!r}), 2, ['fake'], " \
+           f"__import__('pathlib').Path({str(tmp_path / 'census')!r})))"
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    driver = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "sleep.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.killpg(driver.pid, signal.SIGINT)
+        assert driver.wait(30) == 130, driver.stderr.read()
+        assert "stopped" in driver.stderr.read()
+        assert not list(tmp_path.glob("pul-census-*")), "the clone was left behind"
+        sleeper = int((tmp_path / "sleep.pid").read_text())
+        assert not Path(f"/proc/{sleeper}").exists(), "the repetition's processes were left running"
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
