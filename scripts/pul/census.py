@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from . import machine
+from .pipes import tolerate_closed_output
 from .progress import clock
 from .testing import CENSUS_VARIABLE
 
@@ -290,6 +291,7 @@ def merge(folders: list[Path], out: Path | None) -> int:
 
 
 def main(argv: list[str]) -> int:
+    tolerate_closed_output()
     parser = argparse.ArgumentParser(prog="scripts/test", description="The flake census (see pul/census.py).")
     parser.add_argument("--repeat", type=int, metavar="N", help="repetitions, each from a fresh clone")
     parser.add_argument("--census-dir", type=Path, help="where the census goes (default test-output/census/STAMP)")
