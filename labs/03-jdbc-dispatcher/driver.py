@@ -383,21 +383,11 @@ class JdbcDispatcher(Lab):
         facts["database_on_load_cores"] = {"cores": cores, "cpu_ms": cpu_ms}
         arithmetic = {pool_bound: why, "database CPU": f"{cores} core(s) / {cpu_ms:g} ms of PostgreSQL CPU per query"}
         if step.extra.get("query_jitter") == 0:
-            # Identical waits: the queries come back together and queue for the core as one convoy,
-            # which the core serves before any of them can wait again. A cycle is the wait plus the
-            # whole convoy's CPU, so in_service / (wait + in_service x CPU per query / cores).
-            cycle_ms = float(pools["query_ms"]) + in_service * cpu_ms / cores
-            convoy = in_service / (cycle_ms / 1000.0)
-            facts["convoy_requests_per_sec"] = round(convoy, 1)
-            if convoy < ceiling:
-                ceiling = convoy
-                bounds["database CPU"] = round(convoy, 1)
-                arithmetic["database CPU"] = (f"in lockstep: {in_service} queries / ({pools['query_ms']} ms wait + "
-                                              f"{in_service} x {cpu_ms:g} ms of PostgreSQL CPU on {cores} core(s))")
-                # pul.model redoes this with all the CPU the shared core spent per request in the
-                # round before the step, where the driver read it: the query timed alone, at start-up,
-                # set the bound 12% low in one run (4.23 ms, against 3.73 ms during the step).
-                facts["convoy"] = {"in_service": in_service, "wait_ms": float(pools["query_ms"])}
+            # Identical waits: the queries may come back together and queue for the core as one
+            # convoy (pul.model.CONVOY: the prediction becomes a range, from that convoy up to the
+            # smooth prediction), with all the CPU the shared core spends per request, read in the
+            # round before the step, where the driver has it.
+            facts[model.CONVOY] = {"in_service": in_service, "wait_ms": float(pools["query_ms"])}
         if ceiling < littles_law:
             return Prediction(round(ceiling, 1), arithmetic["database CPU"], facts, service_ms, "database CPU",
                               bounds, arithmetic)

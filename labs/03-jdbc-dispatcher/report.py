@@ -6,7 +6,7 @@ import statistics
 
 from pul import model, report
 from pul.probe import describe_tail, probe_p99
-from pul.results import _fmt, machine_line, markdown_table
+from pul.results import _fmt, machine_line, markdown_table, predicted_cell
 
 from .driver import LOCKSTEP, WIDE_JITTER
 
@@ -169,7 +169,7 @@ TABLE_COLUMNS = [
     ("PostgreSQL CPU", lambda v: f"{v['extra']['postgres_cpu_utilization']:.0%}"
      if (v.get("extra") or {}).get("postgres_cpu_utilization") is not None else "–", True),
     ("its core, all users", lambda v: f"{v['load_cores_busy']:.0%}" if v.get("load_cores_busy") is not None else "–", True),
-    ("predicted req/s", lambda v: _fmt(v["predicted_requests_per_sec"], 0), True),
+    ("predicted req/s", predicted_cell, True),
     ("bound by", lambda v: _fmt(v.get("bound_by")), False),
     ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
 ]

@@ -138,6 +138,9 @@ class Prediction:
     # Every bound the model knows, {resource: requests/s}, and how each was worked out.
     bounds: dict = field(default_factory=dict)
     arithmetic: dict = field(default_factory=dict)
+    # A range, where the model knows only that much (lab 03's lockstep: pul.model.CONVOY): the
+    # prediction is then its lower end, and this its upper.
+    upper: float | None = None
 
 
 class Lab:

@@ -36,8 +36,12 @@ NAMES = (THREADS, CONNECTIONS, SERVER_CPU, DATABASE_CPU, LOAD_GENERATOR, IN_FLIG
 # (lab 03's throwaway PostgreSQL), whose bound then counts both programs' CPU.
 SHARED_DATABASE = "database_on_load_cores"
 # A Prediction.facts key beside SHARED_DATABASE: {"in_service", "wait_ms"} of queries whose identical
-# waits bring them back to that core together (lab 03's lockstep step), so that each cycle is the
-# wait plus the whole convoy's CPU.
+# waits may bring them back to that core together (lab 03's lockstep step). Such a step is
+# predicted as a range: at worst a perfect convoy, every query back at the same moment, each cycle
+# the wait plus the whole convoy's CPU (the floor, N / (wait + N x CPU per request / cores)); at
+# best the queries spread out as varied waits spread them, the smooth mean-value analysis (the
+# upper end). Any drift between the queries moves the step up from the floor. combine() adds
+# "floor_requests_per_sec" and "smooth_requests_per_sec" to it.
 CONVOY = "convoy"
 
 # A Prediction.facts key: {"in_service", "wait_ms", "at"} of a closed loop in which `in_service`
@@ -105,16 +109,7 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     if shared and DATABASE_CPU in bounds and not open_loop:
         # The database runs on the load generator's cores: its bound is theirs.
         cores = shared["cores"]
-        convoy = prediction.facts.get(CONVOY)
-        if shared_ms and convoy:
-            # In lockstep the core serves the whole convoy before any query waits again, all the
-            # CPU it spends per request counted (N / (wait + N x s / cores)); s as below.
-            n, wait_ms = convoy["in_service"], convoy["wait_ms"]
-            bounds[DATABASE_CPU] = round(n / ((wait_ms + n * shared_ms / cores) / 1000.0), 1)
-            why[DATABASE_CPU] = (f"in lockstep: {n} queries / ({wait_ms:g} ms wait + {n} x {shared_ms:.3g} ms of CPU "
-                                 f"per request on the database's {cores:g} core{'s' if cores != 1 else ''}, which it "
-                                 f"shares with the load generator (calibrated at c={concurrency}))")
-        elif shared_ms:
+        if shared_ms:
             # The calibration round measured all the database's cores spent per request at this
             # step's concurrency (the database, ab, the driver): the utilisation law on them. The
             # database's CPU per query timed alone (the lab's own calibration, one query at a time)
@@ -123,7 +118,7 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
             why[DATABASE_CPU] = (f"{cores:g} core{'s' if cores != 1 else ''} / {shared_ms:.3g} ms of CPU per "
                                  f"request on the database's core(s), which it shares with the load generator "
                                  f"(calibrated at c={concurrency})")
-        elif load_ms and not convoy:
+        elif load_ms:
             # Without that reading: both programs spend those cores on every request.
             database_ms = shared["cpu_ms"]
             both = round(cpu_bound(cores, database_ms + load_ms), 1)
@@ -138,8 +133,7 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
         return prediction
     bound_by = min(bounds, key=bounds.get)
     predicted, explanation, facts = bounds[bound_by], why[bound_by], dict(prediction.facts)
-    queueing = _queueing(prediction.facts.get(QUEUEING), bounds, server_cores,
-                         convoy=bool(prediction.facts.get(CONVOY)) and DATABASE_CPU in bounds)
+    queueing = _queueing(prediction.facts.get(QUEUEING), bounds, server_cores)
     if queueing:
         facts[QUEUEING] = queueing
         if queueing["requests_per_sec"] < predicted:
@@ -147,16 +141,44 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
             explanation += "; " + queueing_arithmetic(queueing)
     elif QUEUEING in facts:
         del facts[QUEUEING]
+    upper = None
+    convoy = _convoy(prediction.facts.get(CONVOY), bounds, shared, shared_ms)
+    if convoy and convoy["floor_requests_per_sec"] < predicted:
+        # Identical waits: anywhere from the perfect convoy up to the smooth prediction.
+        facts[CONVOY] = {**convoy, "smooth_requests_per_sec": predicted}
+        upper, predicted, bound_by = predicted, convoy["floor_requests_per_sec"], DATABASE_CPU
+        explanation = (f"in lockstep, from the perfect convoy, {convoy_arithmetic(convoy)}, up to the smooth "
+                       f"prediction, {upper:,.0f} req/s ({explanation})")
     return replace(prediction, requests_per_sec=predicted, bound_by=bound_by, bounds=bounds,
-                   arithmetic=why, explanation=explanation, facts=facts)
+                   arithmetic=why, explanation=explanation, facts=facts, upper=upper)
 
 
-def _queueing(loop: dict | None, bounds: dict, server_cores: float | None, convoy: bool) -> dict | None:
+def _convoy(convoy: dict | None, bounds: dict, shared: dict | None, shared_ms: float | None) -> dict | None:
+    """A CONVOY step's floor, N / (wait + N x s / cores): s all the CPU the database's cores spend per
+    request (calibrated before the step: the database's, ab's, the driver's), else the database's
+    own per query. None where the step has no convoy or no database bound."""
+    if not convoy or not shared or DATABASE_CPU not in bounds:
+        return None
+    cpu_ms = shared_ms or shared["cpu_ms"]
+    n, wait_ms, cores = convoy["in_service"], convoy["wait_ms"], shared["cores"]
+    floor = n / ((wait_ms + n * cpu_ms / cores) / 1000.0)
+    return {"in_service": n, "wait_ms": wait_ms, "cpu_ms": round(cpu_ms, 4), "cores": cores,
+            "floor_requests_per_sec": round(floor, 1)}
+
+
+def convoy_arithmetic(convoy: dict) -> str:
+    """'32 queries / (80 ms wait + 32 x 2.4 ms of CPU per request on 1 core) = 204 req/s'."""
+    cores = convoy["cores"]
+    return (f"{convoy['in_service']} queries / ({convoy['wait_ms']:g} ms wait + {convoy['in_service']} x "
+            f"{convoy['cpu_ms']:.3g} ms of CPU per request on {cores:g} core{'s' if cores != 1 else ''}) = "
+            f"{convoy['floor_requests_per_sec']:,.0f} req/s")
+
+
+def _queueing(loop: dict | None, bounds: dict, server_cores: float | None) -> dict | None:
     """The mean-value analysis of a QUEUEING loop at its CPU, from that CPU's bound (cores / the CPU
     per request it was worked out from, the compiler's share and a shared core's other programs
-    counted), or None where the loop or the bound is missing. A convoy is not a product-form
-    queue: its bound already has its queueing."""
-    if not loop or convoy or loop["at"] not in bounds or not bounds[loop["at"]]:
+    counted), or None where the loop or the bound is missing."""
+    if not loop or loop["at"] not in bounds or not bounds[loop["at"]]:
         return None
     cores = loop.get("cores") or (server_cores if loop["at"] == SERVER_CPU else None)
     if not cores:

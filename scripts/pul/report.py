@@ -16,7 +16,7 @@ from pathlib import Path
 from . import model, play3, profile
 from .errors import BadResults, LabError
 from .lab import Lab
-from .results import load, machine_line, write_text_atomic
+from .results import load, machine_line, predicted_cell, write_text_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -167,10 +167,13 @@ def bound_sentence(v: dict) -> str | None:
     busy = v.get("server_cpu_utilization")
     outside = band_note(v)
     queueing = queueing_below_bound(v)
+    convoy = convoy_clause(v)
     return (f"{v['name']}: bound by {v['bound_by']} ({why} = "
             f"{_number(bounds.get(v['bound_by'], v['predicted_requests_per_sec']))} req/s"
             + (f"; {model.queueing_arithmetic(queueing)}" if queueing else "")
-            + f"); measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f})"
+            + (f"; {convoy}" if convoy else "")
+            + f"); measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f}"
+            + (" of the convoy" if convoy else "") + ")"
             + (f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
                f"{busy:.0%} busy" if busy is not None else "") + "."
             + (f" Outside the model's band ({BAND[0]:.2f}-{BAND[1]:.2f}){band_reasons(v)}." if outside else ""))
@@ -196,13 +199,32 @@ def _busy(v: dict) -> float | None:
             model.LOAD_GENERATOR: v.get("load_cores_busy")}.get(v.get("bound_by"))
 
 
+def model_band(v: dict) -> tuple[float, float]:
+    """The band of measured/predicted that confirms a variant's model: BAND around its bound, or,
+    for a range (pul.model.CONVOY), from BAND's low end of the range's lower end to BAND's high end
+    of its upper."""
+    upper, predicted = v.get("predicted_upper_requests_per_sec"), v.get("predicted_requests_per_sec")
+    return (BAND[0], BAND[1] * upper / predicted) if upper and predicted else BAND
+
+
 def band_note(v: dict) -> str | None:
     """For a variant outside the model's band: how far, and what the run measured about why."""
     ratio = v.get("measured_over_predicted")
-    if ratio is None or BAND[0] <= ratio <= BAND[1]:
+    low, high = model_band(v)
+    if ratio is None or low <= ratio <= high:
         return None
-    return (f"{v['name']}: {ratio:.2f} of its bound ({v['bound_by']}), outside the model's band "
-            f"{BAND[0]:.2f}-{BAND[1]:.2f}" + band_reasons(v) + ".")
+    return (f"{v['name']}: {ratio:.2f} of its {'range' if v.get('predicted_upper_requests_per_sec') else 'bound'} "
+            f"({v['bound_by']}), outside the model's band {low:.2f}-{high:.2f}" + band_reasons(v) + ".")
+
+
+def convoy_clause(v: dict) -> str | None:
+    """'in lockstep, from the perfect convoy, 32 queries / (...) = 204 req/s, up to the smooth
+    prediction, 352 req/s', for a variant predicted as a range (pul.model.CONVOY)."""
+    convoy = (v.get("extra") or {}).get(model.CONVOY) or {}
+    if not v.get("predicted_upper_requests_per_sec") or "floor_requests_per_sec" not in convoy:
+        return None
+    return (f"in lockstep, from the perfect convoy, {model.convoy_arithmetic(convoy)}, up to the smooth "
+            f"prediction, {_number(v['predicted_upper_requests_per_sec'])} req/s")
 
 
 def band_reasons(v: dict) -> str:
@@ -291,7 +313,7 @@ def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
             cells.append(f"**{value}**" if resource == v.get("bound_by") else value)
         ratio = v.get("measured_over_predicted")
         lines.append(f"| {v['name']} | " + " | ".join(cells) + f" | {v.get('bound_by') or '–'} | "
-                     f"{_number(v['predicted_requests_per_sec'])} | "
+                     f"{predicted_cell(v)} | "
                      f"{_number(v['requests_per_sec'])} | {'–' if ratio is None else f'{ratio:.2f}'} |")
     lines.append("")
     for v in variants:
@@ -301,6 +323,9 @@ def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
         queueing = queueing_below_bound(v)
         if queueing:
             line += f"; {model.queueing_arithmetic(queueing)}"
+        convoy = convoy_clause(v)
+        if convoy:
+            line += f"; {convoy}"
         calibration = v.get("calibration")
         if calibration and calibration.get("server_cpu_ms") is not None:
             low, high = calibration["server_cpu_ms_spread"]

@@ -163,6 +163,14 @@ def _fmt(value, digits: int = 0) -> str:
     return str(value)
 
 
+def predicted_cell(v: dict) -> str:
+    """The prediction, or its range ('204–352': from the lower end, which measured/predicted divides
+    by, to the upper; pul.model.CONVOY)."""
+    upper = v.get("predicted_upper_requests_per_sec")
+    low = _fmt(v["predicted_requests_per_sec"], 0)
+    return f"{low}–{_fmt(float(upper), 0)}" if upper else low
+
+
 STANDARD_COLUMNS = [
     # (heading, function of a variant, right-aligned)
     ("variant", lambda v: v["name"], False),
@@ -173,7 +181,7 @@ STANDARD_COLUMNS = [
     ("failed", lambda v: _fmt(v["failed"]), True),
     ("non-2xx", lambda v: _fmt(v["non_2xx"]), True),
     ("server CPU", lambda v: f"{v['server_cpu_utilization']:.0%}" if v.get("server_cpu_utilization") is not None else "–", True),
-    ("predicted req/s", lambda v: _fmt(v["predicted_requests_per_sec"], 0), True),
+    ("predicted req/s", predicted_cell, True),
     ("bound by", lambda v: _fmt(v.get("bound_by")), False),
     ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
 ]

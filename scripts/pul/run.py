@@ -697,6 +697,8 @@ def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None,
         "duration_s": result.duration_s,
         "predicted_requests_per_sec": predicted,
         "measured_over_predicted": round(result.requests_per_sec / predicted, 3) if predicted else None,
+        # A range's upper end (pul.model.CONVOY), else None.
+        "predicted_upper_requests_per_sec": prediction.upper,
         "prediction": prediction.explanation,
         # The resource the prediction is the bound of, and every bound the model knows.
         "bound_by": prediction.bound_by,

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pul import census
+from pul.procs import wait_until
 from pul.testing import CENSUS_VARIABLE, band_miss, margin
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,6 +37,14 @@ if [[ $n -eq 3 ]]; then
 fi
 echo "=== fake: PASSED in 1s"
 """
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its parent to collect it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 @pytest.fixture
@@ -130,7 +139,7 @@ def test_ctrl_c_stops_the_repetition_and_leaves_no_clone(stand_in, tmp_path):
         assert "stopped" in driver.stderr.read()
         assert not list(tmp_path.glob("pul-census-*")), "the clone was left behind"
         sleeper = int((tmp_path / "sleep.pid").read_text())
-        assert not Path(f"/proc/{sleeper}").exists(), "the repetition's processes were left running"
+        assert wait_until(lambda: not running(sleeper), 10), "the repetition's processes were left running"
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)

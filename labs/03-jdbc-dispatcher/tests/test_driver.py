@@ -174,9 +174,12 @@ def test_wide_jitter_line_says_the_core_idles_less_only_when_it_does():
     assert "no clear difference" in same and "idles less" not in same
 
 
-def test_lockstep_waits_are_bound_by_the_convoy():
-    # 32 connections, 80 ms waits, 3 ms of PostgreSQL CPU per query on one core: in lockstep a
-    # cycle is 80 ms + 32 x 3 ms, so 32 / 0.176 s; with jitter, one core / 3 ms = 333 req/s.
+def test_lockstep_waits_are_predicted_from_the_convoy_up_to_smooth_queueing():
+    # 32 connections, 80 ms waits, 3 ms of PostgreSQL CPU per query on one core. A perfect convoy,
+    # every query back at once, makes a cycle 80 ms + 32 x 3 ms: 32 / 0.176 s, the floor. Any drift
+    # between the queries raises that, up to the smooth prediction of the same pool with varied
+    # waits (mean-value analysis below one core / 3 ms = 333 req/s).
+    from pul import model
     from pul.lab import Step
 
     pools = {"pools": {"database": {"threads": 32}, "connections": {"threads": 32}}, "query_ms": 80,
@@ -186,10 +189,15 @@ def test_lockstep_waits_are_bound_by_the_convoy():
                     extra={"pool_size": 32})
     lockstep = Step(name="lockstep-pool=32", endpoint="x", concurrency=64, requests=1, pool="database",
                     extra={"pool_size": 32, "query_jitter": 0.0})
-    assert LAB.predict(jittered, pools, params).bounds["database CPU"] == pytest.approx(333.3, abs=0.1)
-    convoy = LAB.predict(lockstep, pools, params)
-    assert convoy.bound_by == "database CPU"
-    assert convoy.requests_per_sec == pytest.approx(32 / 0.176, abs=0.1)
+    smooth = model.combine(LAB.predict(jittered, pools, params), None, 64)
+    assert smooth.bounds["database CPU"] == pytest.approx(333.3, abs=0.1) and smooth.upper is None
+    ranged = model.combine(LAB.predict(lockstep, pools, params), None, 64)
+    assert ranged.bound_by == "database CPU"
+    assert ranged.requests_per_sec == pytest.approx(32 / 0.176, abs=0.1)
+    assert ranged.upper == pytest.approx(smooth.requests_per_sec) and ranged.upper > 1.5 * ranged.requests_per_sec
+    # The database's bound stays the utilisation law's: the convoy is a floor, not a ceiling.
+    assert ranged.bounds["database CPU"] == smooth.bounds["database CPU"]
+    assert ranged.explanation.startswith("in lockstep, from the perfect convoy, 32 queries / (80 ms wait + 32 x 3 ms")
 
 
 def test_the_convoy_uses_the_shared_cores_cpu_calibrated_before_the_step():
@@ -206,8 +214,10 @@ def test_the_convoy_uses_the_shared_cores_cpu_calibrated_before_the_step():
                                {"load_cores_cpu_ms": 3.5, "load_cpu_ms": 0.1, "load_cores": 1}, 64)
     assert prediction.bound_by == model.DATABASE_CPU
     assert prediction.requests_per_sec == pytest.approx(32 / 0.192, abs=0.1)
-    assert "in lockstep: 32 queries / (80 ms wait + 32 x 3.5 ms" in prediction.explanation
-    # Without that reading, the lab's own convoy stands: ab's CPU is not added to it.
+    assert "32 queries / (80 ms wait + 32 x 3.5 ms" in prediction.explanation
+    # The smooth end counts the same 3.5 ms: one core / 3.5 ms = 286 req/s at most.
+    assert prediction.facts[model.CONVOY]["smooth_requests_per_sec"] == prediction.upper < 286
+    # Without that reading, the database's own CPU per query sets the convoy.
     alone = model.combine(LAB.predict(lockstep, pools, {"postgres_cpus": "1"}),
                           {"load_cpu_ms": 0.1, "load_cores": 1}, 64)
     assert alone.requests_per_sec == pytest.approx(32 / 0.176, abs=0.1)
