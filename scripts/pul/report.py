@@ -227,6 +227,20 @@ def convoy_clause(v: dict) -> str | None:
             f"prediction, {_number(v['predicted_upper_requests_per_sec'])} req/s")
 
 
+def _unsettled(v: dict) -> str:
+    """A warm-up that did not settle, and what calibrating again found (pul.run.calibration)."""
+    if (v.get("warmup") or {}).get("settled") is not False:
+        return ""
+    again = (v.get("calibration") or {}).get("recalibrated")
+    if again is None:
+        return "; its warm-up had not settled, so the calibration before it was not the server's steady state"
+    if again["settled"]:
+        return (f"; its warm-up had not settled, and {again['rounds']} calibration rounds after it agreed on the "
+                "server's CPU per request")
+    return (f"; its warm-up had not settled, and the server's CPU per request was still moving in the "
+            f"{again['rounds']} calibration rounds after it")
+
+
 def band_reasons(v: dict) -> str:
     """What the run measured that bears on a miss, each part starting "; ": how busy the bound's
     resource was, the compiler's part of it, an unsettled warm-up, a calibration round unlike the
@@ -236,8 +250,7 @@ def band_reasons(v: dict) -> str:
     return ((f"; the {v['bound_by']} was {busy:.0%} busy" if busy is not None else "")
             + (f", {compiler:.0%} of it the JIT compiler's"
                if compiler and compiler >= model.SHOWN_COMPILER_SHARE else "")
-            + ("; its warm-up had not settled, so the calibration before it was not the server's steady state"
-               if (v.get("warmup") or {}).get("settled") is False else "")
+            + _unsettled(v)
             + _calibration_outlier(v) + _serving_drift(v) + _shared_core_drift(v))
 
 

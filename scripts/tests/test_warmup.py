@@ -240,8 +240,8 @@ def test_a_roaming_last_round_does_not_calibrate(monkeypatch):
                                               "server_cpu_ms": 0.5, "load_cpu_ms": 0.1}]}
 
     monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
-    warmup = {"settled": False, "rounds": [{"requests_per_sec": 900, "complete": 1800, "server_cpu_ms": 0.7,
-                                            "load_cpu_ms": 0.1, "compiler_roamed": True}]}
+    warmup = {"settled": True, "rounds": [{"requests_per_sec": 900, "complete": 1800, "server_cpu_ms": 0.7,
+                                           "load_cpu_ms": 0.1, "compiler_roamed": True}]}
     found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(),
                                    {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
                                    warmup, True, {"available_processors": 1})
@@ -268,3 +268,45 @@ def test_the_bound_keeps_only_the_compiler_share_every_calibrating_round_shows(m
     assert run_module._lasting_compiler_share([{"requests_per_sec": 1}]) is None
     # A remote server's share is its elapsed compile time from /pools, and its CPU includes it.
     assert run_module._lasting_compiler_share([{"jit_share": 0.9}]) is None
+
+
+def _recalibrate(monkeypatch, cpu_ms, warmup):
+    """calibration() after `warmup`, its own rounds giving these CPU per request in turn."""
+    cpu_ms = list(cpu_ms)
+    asked = []
+
+    def fake_warm_up(*_args, **_kwargs):
+        ms = cpu_ms.pop(0)
+        asked.append(ms)
+        return {"settled": True, "rounds": [{"requests_per_sec": 1 / ms * 1000, "complete": 2000,
+                                              "server_cpu_ms": ms, "load_cpu_ms": 0.1}]}
+
+    monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
+    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(),
+                                   {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
+                                   warmup, True, {"available_processors": 1})
+    return found, asked
+
+
+UNSETTLED = {"settled": False, "rounds": [{"requests_per_sec": 1200, "complete": 2400, "server_cpu_ms": 0.83,
+                                           "load_cpu_ms": 0.1}]}
+
+
+def test_an_unsettled_warm_up_is_calibrated_again_until_the_cpu_settles(monkeypatch):
+    # The server still getting cheaper: 0.80, then 0.62, then 0.61 ms, which agrees with 0.62.
+    found, asked = _recalibrate(monkeypatch, [0.80, 0.62, 0.61, 0.60], UNSETTLED)
+    assert asked == [0.80, 0.62, 0.61]
+    assert found["server_cpu_ms"] == 0.61  # the latest, not the warm-up's 0.83 nor a median
+    assert found["recalibrated"] == {"rounds": 3, "settled": True}
+
+
+def test_calibrating_again_is_capped_and_says_so(monkeypatch):
+    found, asked = _recalibrate(monkeypatch, [0.80, 0.70, 0.60, 0.50], UNSETTLED)
+    assert len(asked) == run_module.MAX_RECALIBRATION_ROUNDS
+    assert found["server_cpu_ms"] == 0.60 and found["recalibrated"] == {"rounds": 3, "settled": False}
+
+
+def test_a_settled_warm_up_calibrates_from_its_last_round(monkeypatch):
+    settled = {**UNSETTLED, "settled": True}
+    found, asked = _recalibrate(monkeypatch, [0.5], settled)
+    assert asked == [] and found["server_cpu_ms"] == 0.83 and "recalibrated" not in found
