@@ -116,6 +116,8 @@ class Repetition:
             clone = Path(scratch) / "clone"
             subprocess.run(["git", "clone", "-q", str(self.repo), str(clone)], check=True,
                            stdin=subprocess.DEVNULL, capture_output=True)
+            commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
+                                    text=True).stdout.strip()
             env = dict(os.environ, **{CENSUS_VARIABLE: str(bands_file)})
             with log_path.open("w") as log:
                 self.popen = subprocess.Popen([str(clone / "scripts" / "test"), *self.parts], cwd=clone, env=env,
@@ -130,7 +132,7 @@ class Repetition:
             for part_log in (clone / "test-output").glob("*.log"):
                 shutil.copy2(part_log, self.folder / part_log.name)
         parts, failed = parse_log(log_path.read_text(errors="replace"))
-        return {"exit_code": code, "seconds": round(time.monotonic() - started), "parts": parts,
+        return {"commit": commit, "exit_code": code, "seconds": round(time.monotonic() - started), "parts": parts,
                 "failed_tests": failed, "bands": read_bands(bands_file)}
 
     def stop(self) -> None:
