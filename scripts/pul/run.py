@@ -342,7 +342,10 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
     # An unsettled warm-up left the server short of its steady state: its last round would
     # calibrate the step off it (a variant measured at 1.33 of its bound, its CPU per request 26%
     # below the calibration's). Calibrate again until the server's CPU per request settles.
-    unsettled = warmup is not None and warmup.get("settled") is False
+    # Not where the warm-up's own last rounds already agree on it (the rate or the compiler kept the
+    # warm-up going, but the CPU per request the model uses had settled).
+    unsettled = (warmup is not None and warmup.get("settled") is False
+                 and not _cpu_settled([r for r in rounds if not r.get("compiler_roamed")], step.warmup_settled))
     # A round with the compiler on the load generator's cores counted its CPU there too.
     if not fresh or not rounds or rounds[-1].get("compiler_roamed") or unsettled:
         # ab refuses fewer requests than its concurrency; twice as many keep the round's drain short.

@@ -310,3 +310,10 @@ def test_a_settled_warm_up_calibrates_from_its_last_round(monkeypatch):
     settled = {**UNSETTLED, "settled": True}
     found, asked = _recalibrate(monkeypatch, [0.5], settled)
     assert asked == [] and found["server_cpu_ms"] == 0.83 and "recalibrated" not in found
+
+
+def test_an_unsettled_warm_up_whose_cpu_had_settled_is_not_calibrated_again(monkeypatch):
+    # The rate or the compiler kept it going, but its last two rounds agree on the CPU per request.
+    warmup = {"settled": False, "rounds": [{**UNSETTLED["rounds"][0], "server_cpu_ms": 0.84}, UNSETTLED["rounds"][0]]}
+    found, asked = _recalibrate(monkeypatch, [0.5], warmup)
+    assert asked == [] and found["server_cpu_ms"] == 0.83 and "recalibrated" not in found
