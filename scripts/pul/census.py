@@ -195,10 +195,20 @@ def _n(value, digits: int = 3) -> str:
     return f"{value:,.{digits}g}" if isinstance(value, float) else f"{value:,}"
 
 
-def summary_markdown(summary: dict, sources: list[str]) -> str:
+def _source_line(name: str, data: dict) -> str:
+    m = data.get("machine") or {}
+    commits = sorted({r.get("commit", "")[:7] for r in data["repetitions"]} - {""}) or [data.get("commit", "")[:7]]
+    return (f"- `{name}`: {len(data['repetitions'])} repetitions of `scripts/test {' '.join(data.get('parts', []))}`, "
+            f"started {data.get('started_at', '?')} on {m.get('cpu_model', '?')} ({m.get('cores', '?')} cores, "
+            f"{m.get('memory_gib', '?')} GiB, {m.get('os', '?')}), load average {m.get('load_average_at_start', '?')} "
+            f"at start; commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}")
+
+
+def summary_markdown(summary: dict, sources: list[tuple[str, dict]]) -> str:
     lines = [f"# Test census: {summary['repetitions']} repetitions", "",
-             "Made by `scripts/test --repeat N PART...` (each repetition a fresh clone) and merged by "
-             "`scripts/test --census-summary`, from: " + ", ".join(f"`{s}`" for s in sources) + ".", "",
+             "Made by `scripts/test --repeat N PART...` (each repetition a fresh clone of the commit named) "
+             "and merged by `scripts/test --census-summary DIR... --out FILE`:", "",
+             *(_source_line(name, data) for name, data in sources), "",
              "## Parts", "", "| part | runs | passed | seconds min / median / max |", "|:---|---:|---:|---:|"]
     for name, e in summary["parts"].items():
         lines.append(f"| {name} | {e['runs']} | {e['passed']}/{e['runs']} | {_n(e['seconds_min'])} / "
@@ -231,9 +241,23 @@ def load_census(folder: Path) -> dict:
     return data
 
 
+def display(folder: Path) -> str:
+    """A census folder's name in a summary: relative to the repository where it is inside it."""
+    try:
+        return folder.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return str(folder)
+
+
 def write_census(folder: Path, data: dict) -> None:
     (folder / "census.json").write_text(json.dumps(data, indent=1) + "\n")
-    (folder / "summary.md").write_text(summary_markdown(summarise(data["repetitions"]), [str(folder)]))
+    (folder / "summary.md").write_text(summary_markdown(summarise(data["repetitions"]), [(display(folder), data)]))
+
+
+def merged_summary(folders: list[Path]) -> str:
+    """The summary of every repetition of these census folders, in the order given."""
+    sources = [(display(folder), load_census(folder)) for folder in folders]
+    return summary_markdown(summarise([r for _, data in sources for r in data["repetitions"]]), sources)
 
 
 def repeat(repo: Path, repeat_count: int, parts: list[str], folder: Path) -> int:
@@ -280,10 +304,7 @@ def repeat(repo: Path, repeat_count: int, parts: list[str], folder: Path) -> int
 
 
 def merge(folders: list[Path], out: Path | None) -> int:
-    reps = []
-    for folder in folders:
-        reps += load_census(folder)["repetitions"]
-    text = summary_markdown(summarise(reps), [str(f) for f in folders])
+    text = merged_summary(sorted(folders, key=display))
     if out:
         out.write_text(text)
         print(f"wrote {out}")
