@@ -139,6 +139,24 @@ def load_average() -> float:
 BUSY_LOAD = 1.0
 
 
+# A run whose server core's fixed loop ran below this share of its fastest at the median, before
+# or after the run, was slowed by the host (a hypervisor can do that without a trace in the guest:
+# no steal, no counter): its numbers are not a steady machine's, and the driver says so.
+STEADY_SHARE = 0.80
+
+
+def slowed_warning(steadiness: dict | None) -> str | None:
+    """What to tell a reader whose run the steadiness probe saw slowed (None: steady, or no probe)."""
+    found = {when: probe["median_share"] for when, probe in (steadiness or {}).items() if probe}
+    slow = {when: share for when, share in found.items() if share < STEADY_SHARE}
+    if not slow:
+        return None
+    where = " and ".join(f"{share:.0%} {when}" for when, share in slow.items())
+    return (f"the server's core ran slower than its fastest at the median ({where} the run, against "
+            f"{STEADY_SHARE:.0%} for a steady core): the host slowed it, and nothing inside this machine shows "
+            "why. Every CPU-bound number here is lower than a steady core gives; run again before you keep them")
+
+
 def busy_warning(load: float) -> str | None:
     if load < BUSY_LOAD:
         return None

@@ -1123,6 +1123,9 @@ def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, ru
         print(note)
     print()
     print(results.machine_line(data), flush=True)
+    slowed = machine.slowed_warning((data.get("machine") or {}).get("steadiness"))
+    if slowed:
+        print(f"warning: {slowed}.", flush=True)
     if skipped:
         print(f"Skipped (the server at {remote.base_url} is set up for other steps):\n" + describe_skipped(skipped),
               flush=True)

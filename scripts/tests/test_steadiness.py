@@ -76,3 +76,13 @@ def test_a_run_without_the_probe_plans_none_and_the_exercise_checks_leave_it_out
     with pytest.raises(Measured):
         exercises.run_exercise(exercise, driver, quiet=True)
     assert seen["options"].steadiness is False
+
+
+def test_a_slowed_core_is_never_passed_over_silently():
+    from pul import machine
+
+    steady = {"before": {"median_share": 0.97, "least_share": 0.6}, "after": {"median_share": 0.91}}
+    assert machine.slowed_warning(steady) is None and machine.slowed_warning(None) is None
+    slowed = machine.slowed_warning({"before": {"median_share": 0.97}, "after": {"median_share": 0.61}})
+    assert "61% after the run" in slowed and "run again" in slowed
+    assert "97%" not in slowed
