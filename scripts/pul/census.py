@@ -218,11 +218,15 @@ def summary_markdown(summary: dict, sources: list[tuple[str, dict]]) -> str:
         lines += [f"| `{test}` | {count} |" for test, count in summary["failed_tests"].items()]
     lines += ["", "## Bands", "",
               f"Margin: how far inside its interval the value was, as a share of the nearer edge; "
-              f"negative, it failed. ⚠ marks a band that failed or kept less than {THIN_MARGIN:.0%} in some run.",
+              f"negative, it failed. ⚠ marks a band that failed or kept less than {THIN_MARGIN:.0%} in some run; "
+              "*on its edge*, one whose value sat exactly on its edge (a whole number at its limit, such as a full "
+              "pool's busy threads), as expected.",
               "", "| test | band | runs | failed | margin min / median / max | value min .. max | interval |",
               "|:---|:---|---:|---:|---:|---:|---:|"]
     for row in summary["bands"]:
-        flag = " ⚠" if row["failed"] or row["margin_min"] < THIN_MARGIN else ""
+        # Exactly on an edge: an integer at its limit (a full pool), that band's expected state.
+        flag = (" ⚠" if row["failed"] or 0 < row["margin_min"] < THIN_MARGIN else
+                " (on its edge)" if row["margin_min"] == 0 else "")
         interval = f"{_n(row['low'])} .. {_n(row['high'])}"
         lines.append(f"| `{row['test']}` | {row['band']}{flag} | {row['runs']} | {row['failed']} | "
                      f"{row['margin_min']:+.1%} / {row['margin_median']:+.1%} / {row['margin_max']:+.1%} | "

@@ -67,14 +67,22 @@ def test_margin_is_the_share_of_the_nearer_edge():
     assert margin(0.0, None, 0.0) == 0
 
 
-def test_band_miss_records_every_band_held_or_not(tmp_path, monkeypatch):
+def test_band_miss_records_no_band_of_a_test_that_measures_nothing(tmp_path, monkeypatch):
+    # This test is not marked slow: pul.pytest_census leaves PUL_CENSUS_MEASURED unset.
+    monkeypatch.setenv(CENSUS_VARIABLE, str(tmp_path / "bands.jsonl"))
+    assert band_miss("doctored", 0.8, 0.85, 1.10) is not None
+    assert not (tmp_path / "bands.jsonl").exists()
+
+
+def test_band_miss_records_every_band_of_a_measured_test_held_or_not(tmp_path, monkeypatch):
     out = tmp_path / "bands.jsonl"
     monkeypatch.setenv(CENSUS_VARIABLE, str(out))
+    monkeypatch.setenv("PUL_CENSUS_MEASURED", "1")  # as pul.pytest_census sets it for a `slow` test
     assert band_miss("ok", 1.0, 0.85, 1.10) is None
     assert "0.8 outside 0.85 .. 1.1 (missed by 5.9%)" in band_miss("low", 0.8, 0.85, 1.10)
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["band"], r["held"]) for r in records] == [("ok", True), ("low", False)]
-    assert records[0]["test"].endswith("test_band_miss_records_every_band_held_or_not")
+    assert records[0]["test"].endswith("test_band_miss_records_every_band_of_a_measured_test_held_or_not")
 
 
 def test_three_repetitions_from_fresh_clones(stand_in, tmp_path):
@@ -95,7 +103,7 @@ def test_three_repetitions_from_fresh_clones(stand_in, tmp_path):
     assert band["value_min"] == pytest.approx(0.9) and band["value_max"] == pytest.approx(1.1)
     assert band["margin_min"] == pytest.approx(0.0, abs=1e-3)
     text = (folder / "summary.md").read_text()
-    assert "| fake | 3 | 2/3 |" in text and "x ⚠" in text  # a margin of 0 is too thin
+    assert "| fake | 3 | 2/3 |" in text and "x (on its edge)" in text  # 1.1 is exactly the high edge
 
 
 def test_merged_censuses_count_all_their_repetitions(stand_in, tmp_path, capsys):
@@ -143,3 +151,17 @@ def test_ctrl_c_stops_the_repetition_and_leaves_no_clone(stand_in, tmp_path):
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
+
+
+def test_only_a_test_marked_slow_is_measured(monkeypatch):
+    from types import SimpleNamespace
+
+    from pul import pytest_census
+
+    monkeypatch.delenv(pytest_census.MEASURED_VARIABLE, raising=False)
+    slow = SimpleNamespace(get_closest_marker=lambda name: object() if name == "slow" else None)
+    fast = SimpleNamespace(get_closest_marker=lambda name: None)
+    pytest_census.pytest_runtest_setup(slow)
+    assert os.environ[pytest_census.MEASURED_VARIABLE] == "1"
+    pytest_census.pytest_runtest_setup(fast)
+    assert pytest_census.MEASURED_VARIABLE not in os.environ
