@@ -2,7 +2,7 @@
 fresh clone, and records every measured band's value, edges and margin (pul.testing.band_miss
 writes them to PUL_CENSUS_FILE) with each part's outcome and time.
 
-    scripts/test --repeat 10 lab03 lab05     ten fresh clones, each running `scripts/test lab03 lab05`
+    scripts/test --repeat 10 PART...        ten fresh clones, each running `scripts/test PART...`
     scripts/test --census-summary DIR...     merge census folders into one summary (--out FILE)
 
 A census folder (test-output/census/STAMP/ unless --census-dir) holds census.json (every
@@ -57,7 +57,7 @@ def check_arguments(repo: Path, repeat: int, parts: list[str]) -> None:
         raise CensusError(f"--repeat takes 1 to 100 repetitions, not {repeat}")
     if not parts:
         raise CensusError("name the parts to repeat (scripts/test --list shows them), e.g. "
-                          "scripts/test --repeat 10 lab03")
+                          "scripts/test --repeat 10 labNN")
     known = known_parts(repo)
     unknown = [p for p in parts if p not in known]
     if unknown:
