@@ -67,8 +67,8 @@ def write_all(artifacts: dict[Path, str]) -> list[Path]:
 
 def write_changed(artifacts: dict[Path, str]) -> list[Path]:
     """Only the book files whose content differs from what they should hold."""
-    return write_all({path: content for path, content in artifacts.items()
-                      if path in set(stale_files(artifacts))})
+    stale = set(stale_files(artifacts))
+    return write_all({path: content for path, content in artifacts.items() if path in stale})
 
 
 def write_lab(lab: Lab, data: dict) -> list[Path]:
