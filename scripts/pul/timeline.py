@@ -24,7 +24,7 @@ MAX_HZ = 100
 # The most points a series keeps in the results: a 10-s run at 20 Hz keeps every sample.
 MAX_POINTS = 240
 # Columns every timeline has; the rest are a lab's gauges, named POOL.MEASURE ("default.busy").
-OWN_COLUMNS = ("t_ms", "cpu_ms", "jvm_threads")
+OWN_COLUMNS = ("t_ms", "cpu_ms", "jvm_threads", "jvm_threads_started")
 
 
 class TimelineUnavailable(Exception):
@@ -82,6 +82,9 @@ def summarise(raw: dict, max_points: int = MAX_POINTS) -> dict:
             raise ValueError(f"gauge {name!r} is not named POOL.MEASURE")
         # The sampler's -1: the gauge could not be read then.
         pools.setdefault(pool, {})[measure] = _shrink([None if v < 0 else v for v in values], bins)
+    # Threads started between the first sample and the last (a server built before the sampler
+    # counted them has no such column).
+    started = series.get("jvm_threads_started")
     return {
         "hz": raw["hz"],
         "samples": count,
@@ -89,6 +92,7 @@ def summarise(raw: dict, max_points: int = MAX_POINTS) -> dict:
         "t_s": [round(t / 1000, 2) for t in _shrink(times, bins)],
         "cpu_cores": _shrink(cores, bins, digits=2),
         "jvm_threads": _shrink(series["jvm_threads"], bins),
+        **({"jvm_threads_started": int(started[-1] - started[0])} if started and count else {}),
         "pools": pools,
     }
 

@@ -43,6 +43,17 @@ def test_a_long_run_is_averaged_down_to_the_most_points_kept():
     assert found["cpu_cores"][1] == 0.5
 
 
+def test_threads_started_between_the_first_sample_and_the_last_are_counted():
+    # A thread per task: 30 started each sample, each gone by the next, so the live count is flat.
+    data = raw(21)
+    data["series"]["jvm_threads_started"] = [500 + 30 * i for i in range(21)]
+    found = timeline.summarise(data, max_points=5)
+    assert found["jvm_threads_started"] == 600
+    assert set(found["jvm_threads"]) == {40}
+    # A server built before the sampler counted them: no count, not a zero.
+    assert "jvm_threads_started" not in timeline.summarise(raw(21))
+
+
 def test_unknown_cpu_and_gauges_stay_unknown():
     data = raw(5)
     data["series"]["cpu_ms"] = [-1] * 5

@@ -148,6 +148,28 @@ def test_calibration_takes_the_median_of_its_own_rounds(monkeypatch):
     assert cpu_ms == []
 
 
+def test_the_shared_cores_cpu_per_request_is_the_least_of_the_calibrating_rounds(monkeypatch):
+    # The database shares the load generator's core. The warm-up's last round read 3.1 ms of that
+    # core per request, the calibration round (a core the host slowed) 5.45 ms: the bound comes from
+    # 3.1 ms, not from the slowed round, which would put it 43% low.
+    def fake_warm_up(*_args, **_kwargs):
+        return {"settled": True, "rounds": [{"requests_per_sec": 250, "complete": 375, "server_cpu_ms": 0.9,
+                                              "load_cpu_ms": 0.3, "load_cores_cpu_ms": 5.45}]}
+
+    monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
+    warmup = {"settled": True, "rounds": [
+        {"requests_per_sec": 200, "complete": 375, "server_cpu_ms": 1.2, "load_cpu_ms": 0.4, "load_cores_cpu_ms": 6.0},
+        {"requests_per_sec": 300, "complete": 375, "server_cpu_ms": 0.9, "load_cpu_ms": 0.3, "load_cores_cpu_ms": 3.1}]}
+    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(),
+                                   {"load_cpus": "1"}, Path("/nonexistent"), None, Progress(quiet=True),
+                                   warmup, False, {"available_processors": 1})
+    # The two latest rounds calibrate: the warm-up's first (a cold start, 6.0 ms) does not count.
+    assert found["load_cores_cpu_ms"] == 3.1
+    assert found["load_cores_cpu_ms_spread"] == [3.1, 5.45]
+    # The server's own CPU per request is the calibration round's, as before.
+    assert found["server_cpu_ms"] == 0.9
+
+
 class RoamingServer(CompilingServer):
     """A server whose compiler threads the driver can move off its core; records each move."""
 

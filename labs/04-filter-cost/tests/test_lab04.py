@@ -142,15 +142,23 @@ def test_the_timeline_shows_the_core_busy(smoke):
 def test_a_java_filter_starts_threads_on_a_server_with_one_or_two_cores(smoke):
     """Play's Java Filter adapter calls thenApply on Scala's converted future, which runs it with
     thenApplyAsync on CompletableFuture's default executor: a new thread per task where the common
-    pool's parallelism (cores - 1) is below 2. The timeline's JVM thread count shows them."""
+    pool's parallelism (cores - 1) is below 2. The timeline counts the threads the JVM started."""
     if smoke["pools"]["available_processors"] > 2:
         pytest.skip("with 3 or more cores the common pool runs those tasks: no thread per task")
-    variants = by_name(smoke)
-    baseline = max(variants["none"]["timeline"]["jvm_threads"])
-    java = max(variants["java-plain-x1"]["timeline"]["jvm_threads"])
-    print(f"JVM threads at most: none {baseline}, java-plain-x1 {java}")
-    # Measured: 23 against 69 (c=50); a pool of threads would keep the count flat.
-    within("java-plain-x1 peak JVM threads minus none's", java - baseline, 10)
+    started = {}
+    for v in smoke["variants"]:
+        if v["name"] in ("none", "java-plain-x1"):
+            # The timeline of an interleaved step covers its first run.
+            [first] = [r for r in v["extra"]["runs"] if r["repetition"] == 1 and r["tool"] == "ab"]
+            started[v["name"]] = round(v["timeline"]["jvm_threads_started"] / first["complete"], 4)
+    print(f"JVM threads started per request: {started}")
+    # A thread per task: one per request with one Java Filter (1,516 for 1,471 requests here, the
+    # rest the server's own). The peak of live threads the 20-Hz samples catch is no measure of
+    # it: each thread lives for microseconds (6 to 46 above the baseline's peak in three
+    # clean-clone runs).
+    within("java-plain-x1 JVM threads started per request", started["java-plain-x1"], 0.9, 1.5, context=started)
+    # Without it, Play's pools keep their threads.
+    within("none JVM threads started per request", started["none"], high=0.01, context=started)
 
 
 def test_the_spread_of_repeated_runs_is_recorded(smoke, repeat):

@@ -50,7 +50,7 @@ public final class TimelineCheck {
     JsonNode series = timeline.get("series");
     int samples = series.get("t_ms").size();
     assertTrue("samples: " + samples, samples >= 5);
-    for (String name : new String[] {"cpu_ms", "jvm_threads"}) {
+    for (String name : new String[] {"cpu_ms", "jvm_threads", "jvm_threads_started"}) {
       assertEquals(name, samples, series.get(name).size());
     }
     for (String name : gauges) {

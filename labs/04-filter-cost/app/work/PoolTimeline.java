@@ -98,12 +98,15 @@ public final class PoolTimeline {
 
   // ANCHOR: sample
   private void sample(int thisRun) {
-    long[] row = new long[3 + gauges.size()];
+    long[] row = new long[4 + gauges.size()];
     row[0] = (System.nanoTime() - startNanos) / 1_000_000;
     long cpu = cpuNanos();
     row[1] = cpu < 0 ? -1 : cpu / 1_000_000;
     row[2] = threads.getThreadCount();
-    int i = 3;
+    // Threads started since the JVM began: a thread per task shows here even when each one ends
+    // between two samples, where the live count misses it.
+    row[3] = threads.getTotalStartedThreadCount();
+    int i = 4;
     for (Gauge gauge : gauges.values()) {
       long value;
       try {
@@ -130,12 +133,13 @@ public final class PoolTimeline {
 
   /**
    * {"hz": 20, "dropped": 0, "series": {"t_ms": [...], "cpu_ms": [...], "jvm_threads": [...],
-   * "default.busy": [...], ...}}: one array per column, a value per sample. `cpu_ms` is the JVM's
-   * CPU time so far (-1 where the JVM cannot tell); `jvm_threads` its live platform threads; a
+   * "jvm_threads_started": [...], "default.busy": [...], ...}}: one array per column, a value per
+   * sample. `cpu_ms` is the JVM's CPU time so far (-1 where the JVM cannot tell); `jvm_threads` its
+   * live platform threads; `jvm_threads_started` the platform threads it has started so far; a
    * gauge's -1 means it could not be read.
    */
   private String json() {
-    List<String> names = new ArrayList<>(List.of("t_ms", "cpu_ms", "jvm_threads"));
+    List<String> names = new ArrayList<>(List.of("t_ms", "cpu_ms", "jvm_threads", "jvm_threads_started"));
     names.addAll(gauges.keySet());
     StringBuilder out = new StringBuilder()
         .append("{\"hz\":").append(hz).append(",\"dropped\":").append(dropped).append(",\"series\":{");
