@@ -70,11 +70,28 @@ class Eta:
         self.index = {key: i for i, (key, _) in enumerate(phases)}
         self.current = 0
         self.started = self._now()
+        # Where the run's time went: seconds per phase begun, for the results (duration_s's parts).
+        self._spent: dict[str, float] = {}
+        self._open: tuple[str, float] | None = None
 
     def begin(self, key: str) -> None:
+        """Start timing `key`; a key not in the plan (the build) is timed all the same."""
+        self._close()
+        self._open = (key, self._now())
         if key in self.index:
             self.current = self.index[key]
             self.started = self._now()
+
+    def _close(self) -> None:
+        if self._open is not None:
+            key, since = self._open
+            self._spent[key] = self._spent.get(key, 0.0) + (self._now() - since)
+            self._open = None
+
+    def spent(self) -> dict[str, float]:
+        """Seconds spent in each phase begun so far, in the order begun, to a tenth of a second."""
+        self._close()
+        return {key: round(seconds, 1) for key, seconds in self._spent.items()}
 
     def seconds_left(self) -> float:
         if not self.phases:

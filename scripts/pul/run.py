@@ -809,7 +809,7 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
             if busy:
                 progress.note("warning: " + busy)
             measuring_since = results.utc_now()
-            pools, variants, steadiness = _measure_all(lab, params, steps, options, pin, remote, where, children,
+            pools, variants, steadiness, spent = _measure_all(lab, params, steps, options, pin, remote, where, children,
                                                        progress)
     except BaseException:
         # A run that did not finish leaves no raw output beside the committed run's (Ctrl-C, a failure).
@@ -827,6 +827,9 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         "finished_at": results.iso(finished),
         "duration_s": int((finished - measuring_since).total_seconds()),
         "waited_for_lock_s": int((measuring_since - started).total_seconds()),
+        # Where duration_s went: the build, the services, each server's start and stop, each
+        # step's warm-up and measurement (its calibration included), in the order they ran.
+        "phase_seconds": spent,
         "command": "scripts/lab " + " ".join(shlex.quote(a) for a in argv),
         "run_id": token,
         "machine": {**machine.facts(lab.dir, pin, found.get("ab"), load_at_start),
@@ -945,21 +948,23 @@ def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
 
 def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions, pin: dict,
                  remote: RemoteServer | None, where: Where, children: Children,
-                 progress: Progress) -> tuple[dict, list[dict], dict | None]:
+                 progress: Progress) -> tuple[dict, list[dict], dict | None, dict[str, float]]:
     """Build, start the services, then one server per set-up: warm up and measure its steps.
-    Returns the first server's /pools report, one record per step, and how steady the server's
+    Returns the first server's /pools report, one record per step, how steady the server's
     core was right before the first server and right after the last (machine.steadiness; None
     against a remote server, whose cores the driver cannot reach, or with RunOptions.steadiness
-    off)."""
+    off), and the seconds each phase took (Eta.spent)."""
+    eta = Eta(plan(steps, options))
+    eta.begin("build")
     # A remote server's build and services (lab 03's database) belong to its machine.
     script = None if remote else build(lab.dir, children, progress, force=options.rebuild)
     started_services = (contextlib.nullcontext(Services()) if remote
                         else lab.services(Context(children, progress, where.work_dir), params))
     variants: list[dict] = []
     first_pools: dict = {}
-    eta = Eta(plan(steps, options))
     server_cpus = parse_cpu_list(pin["server_cpus"]) if pin["server_cpus"] is not None else None
     steadiness = None
+    eta.begin("services")
     with started_services as services:
         if _times_steadiness(options):
             # With nothing of the run's own on the core: after the build, before any server.
@@ -978,10 +983,12 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
                 variants += _measure_group(lab, params, group, server, services, pools, options, pin, where,
                                            children, progress, eta)
             finally:
+                eta.begin(f"stop {number}")
                 server.stop(children)
         if steadiness is not None:
             steadiness["after"] = _steadiness(server_cpus, progress, eta, "steadiness again")
-    return first_pools, variants, steadiness
+        eta.begin("stop services")
+    return first_pools, variants, steadiness, eta.spent()
 
 
 def _times_steadiness(options: RunOptions) -> bool:

@@ -89,7 +89,12 @@ def run_lab(lab: str, *args: str, results_dir: Path, timeout: float = 900, smoke
     print(done.stdout)
     assert done.returncode == 0, f"scripts/lab run {lab} failed ({done.returncode}):\n{done.stdout[-4000:]}"
     assert not processes_with_run_id(env[RUN_ID_VARIABLE]), "processes left behind after a successful run"
-    return json.loads((results_dir / "latest.json").read_text())
+    data = json.loads((results_dir / "latest.json").read_text())
+    # Where the run's time went must account for all of it (whole seconds: duration_s is truncated).
+    spent = sum(data["phase_seconds"].values())
+    assert abs(spent - data["duration_s"]) <= 2, (
+        f"phase_seconds add up to {spent:.1f} s, the run took {data['duration_s']} s: {data['phase_seconds']}")
+    return data
 
 
 class Driver:
