@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+LAB_RESULTS = "labs/01-non-blocking/results"
 
 # What the driver's write step does at the end of `scripts/lab run 01` (pul.run._write_and_print),
 # with the measurement replaced by the committed run, doctored.
@@ -60,10 +62,15 @@ def run(command: list[str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory) -> Path:
-    """The working tree, copied (as the provisioning tests copy it) and committed: a fresh clone."""
+    """The working tree, copied (as the provisioning tests copy it) and committed: a fresh clone.
+    Lab 01's results are HEAD's, the run a fresh clone holds: where the README's own `scripts/lab
+    run 01` came first, the working tree holds that run instead, and the doctored run below must
+    replace the committed one, not a student's."""
     copy = tmp_path_factory.mktemp("clone")
     subprocess.run(["bash", "-c", f'set -euo pipefail; . scripts/lib/provisioning-test.sh; '
                                   f'pul_worktree_tar . | tar -C "{copy}" -xf -'], cwd=REPO, check=True)
+    shutil.rmtree(copy / LAB_RESULTS)
+    subprocess.run(f'git archive HEAD {LAB_RESULTS} | tar -C "{copy}" -xf -', shell=True, cwd=REPO, check=True)
     for command in (["git", "init", "-q"], ["git", "add", "-A"],
                     ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "clone"]):
         subprocess.run(command, cwd=copy, check=True, capture_output=True)
