@@ -25,3 +25,18 @@ sys.stdout.buffer.write(b"".join(name + b"\0" for name in names if name and os.p
       tar --null -T - -cf -
   )
 }
+
+# pul_host_mirror ROOT -> the Debian mirror of the machine whose files are under ROOT (/: the
+# host's own; a proxy or local mirror may be configured there), or deb.debian.org. Only the source files that exist are
+# read: grep exits 2 for a missing one even when another matched, and under pul_fail_loudly that
+# ended the command substitution with no mirror at all (a machine with debian.sources only).
+pul_host_mirror() {
+  local root=${1%/} files=() file uri=""
+  for file in "$root"/etc/apt/sources.list.d/*.sources "$root"/etc/apt/sources.list; do
+    [[ -f $file ]] && files+=("$file")
+  done
+  if ((${#files[@]} > 0)); then
+    uri=$(grep -hE '^(URIs:|deb )' "${files[@]}" | grep -v security | grep -oE 'https?://[^ ]+' | head -n 1) || true
+  fi
+  printf '%s\n' "${uri:-http://deb.debian.org/debian}"
+}

@@ -65,3 +65,36 @@ def test_a_handled_failure_is_not_reported(tmp_path):
     done = bash("pul_fail_loudly\nfalse || echo handled\nif ! false; then echo fine; fi", tmp_path)
     assert done.returncode == 0 and b"FAILED" not in done.stdout + done.stderr
     assert done.stdout.split(b"\n")[:2] == [b"handled", b"fine"]
+
+
+# What container-test and vm-test did before: a missing sources.list made grep exit 2 though
+# debian.sources matched, and under the ERR trap the substitution ended with no mirror at all,
+# so mmdebstrap ran with "" ("did not find any indices"), on a fresh machine of the reference kind.
+OLD_MIRROR = """old_mirror() {
+  local uri
+  uri=$(grep -hsE '^(URIs:|deb )' "$1"/etc/apt/sources.list.d/*.sources "$1"/etc/apt/sources.list 2>/dev/null |
+    grep -v security | grep -oE 'https?://[^ ]+' | head -n 1)
+  printf '%s\\n' "${uri:-http://deb.debian.org/debian}"
+}
+"""
+SOURCES = ("Types: deb\nURIs: http://mirror.example.invalid/debian\nSuites: bookworm\n\n"
+           "Types: deb\nURIs: http://mirror.example.invalid/debian-security\nSuites: bookworm-security\n")
+
+
+@pytest.mark.parametrize("files, mirror", [
+    ({"sources.list.d/debian.sources": SOURCES}, "http://mirror.example.invalid/debian"),
+    ({"sources.list": "deb http://old.example.invalid/debian bookworm main\n"}, "http://old.example.invalid/debian"),
+    ({}, "http://deb.debian.org/debian"),
+], ids=["debian.sources only", "sources.list only", "neither"])
+def test_the_host_mirror_is_found_whichever_source_files_exist(tmp_path, files, mirror):
+    for name, text in files.items():
+        path = tmp_path / "etc" / "apt" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (tmp_path / "etc" / "apt" / "sources.list.d").mkdir(parents=True, exist_ok=True)
+    # As the tests call it: the substitution an argument of mmdebstrap's.
+    done = bash(f'pul_fail_loudly\necho "mirror=$(pul_host_mirror "{tmp_path}/")"', tmp_path)
+    assert done.returncode == 0 and f"mirror={mirror}\n" in done.stdout.decode(), done
+    old = bash(f'pul_fail_loudly\n{OLD_MIRROR}\necho "mirror=$(old_mirror "{tmp_path}")"', tmp_path)
+    if files == {"sources.list.d/debian.sources": SOURCES}:
+        assert "mirror=\n" in old.stdout.decode(), old  # the failure this fixes

@@ -1,0 +1,29 @@
+"""scripts/test's background part (provisioning, beside the quiet parts): however it ends, its
+own duration and status reach the caller (issue #32, item 2: "FAILED in ?s", then a part
+collected long after it died)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_part_that_fails_inside_a_function_still_reports_its_time_and_status(tmp_path):
+    """The EXIT trap once named the part as $2, which inside a function is the function's own
+    (unset, under set -u): the part then died with "$2: unbound variable", status 1 instead of its
+    own and no time. Here the book part fails at its first command, in install_tools."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    real = subprocess.run(["bash", "-c", "command -v python3"], capture_output=True, text=True).stdout.strip()
+    (stub / "python3").write_text(f'#!/bin/bash\n[[ " $* " == *" pul.tools "* ]] && exit 3\nexec {real} "$@"\n')
+    (stub / "python3").chmod(0o755)
+    out = tmp_path / "out"
+    env = dict(os.environ, PATH=f"{stub}:{os.environ['PATH']}", PUL_TEST_BACKGROUND="1", PUL_TEST_OUTPUT=str(out))
+    done = subprocess.run([str(REPO / "scripts" / "test"), "--run-part", "book"], env=env, cwd=REPO,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert "unbound variable" not in done.stderr, done.stderr
+    assert (out / "book.seconds").read_text().strip().isdigit()
