@@ -7,7 +7,7 @@ import math
 import statistics
 
 from pul import report
-from pul.results import machine_line
+from pul.results import machine_line, predicted_cell
 
 from .driver import LITTLE_TOLERANCE
 
@@ -264,7 +264,7 @@ def closed_table(steps: list[dict]) -> str:
         rows.append(
             f"| {v['concurrency']:,} | {v['requests_per_sec']:,.0f} |{extra} {_f(v['mean_ms'], 2)} | {_f(v['p50_ms'], 2)} "
             f"| {_f(v['p90_ms'], 2)} | {_f(v['p99_ms'], 2)} | {_f(v['max_ms'], 1)} | {v['failed'] + v['non_2xx']:,} "
-            f"| {'–' if cpu is None else f'{cpu:.0%}'} | {_f(v['predicted_requests_per_sec'], 0)} "
+            f"| {'–' if cpu is None else f'{cpu:.0%}'} | {predicted_cell(v)} "
             f"| {check['in_flight']:,.2f} | {check['ratio']:.2f} | {'holds' if check['holds'] else '**off**'} |")
     return "\n".join(rows) + "\n"
 

@@ -35,13 +35,15 @@ NAMES = (THREADS, CONNECTIONS, SERVER_CPU, DATABASE_CPU, LOAD_GENERATOR, IN_FLIG
 # A Prediction.facts key: {"cores", "cpu_ms"} of a database that shares the load generator's cores
 # (lab 03's throwaway PostgreSQL), whose bound then counts both programs' CPU.
 SHARED_DATABASE = "database_on_load_cores"
-# A Prediction.facts key beside SHARED_DATABASE: {"in_service", "wait_ms"} of queries whose identical
-# waits may bring them back to that core together (lab 03's lockstep step). Such a step is
-# predicted as a range: at worst a perfect convoy, every query back at the same moment, each cycle
-# the wait plus the whole convoy's CPU (the floor, N / (wait + N x CPU per request / cores)); at
-# best the queries spread out as varied waits spread them, the smooth mean-value analysis (the
-# upper end). Any drift between the queries moves the step up from the floor. combine() adds
-# "floor_requests_per_sec" and "smooth_requests_per_sec" to it.
+# A Prediction.facts key: {"in_service", "wait_ms", "at"} of requests whose identical waits may
+# bring them back to the CPU of resource `at` together: lab 03's lockstep queries on the database's
+# core (DATABASE_CPU, beside SHARED_DATABASE; the default), lab 02's and lab 05's identical sleeps
+# on the server's (SERVER_CPU, beside a QUEUEING loop there: every pause, a GC's or the start of
+# ab's connections, wakes the sleepers together). Such a step is predicted as a range: at worst a
+# perfect convoy, every request back at the same moment, each cycle the wait plus the whole
+# convoy's CPU (the floor, N / (wait + N x CPU per request / cores)); at best the requests spread
+# out, the smooth mean-value analysis (the upper end). Any drift between them moves the step up
+# from the floor. combine() adds "floor_requests_per_sec" and "smooth_requests_per_sec" to it.
 CONVOY = "convoy"
 
 # A Prediction.facts key: {"in_service", "wait_ms", "at"} of a closed loop in which `in_service`
@@ -142,34 +144,46 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     elif QUEUEING in facts:
         del facts[QUEUEING]
     upper = None
-    convoy = _convoy(prediction.facts.get(CONVOY), bounds, shared, shared_ms)
+    convoy = _convoy(prediction.facts.get(CONVOY), bounds, shared, shared_ms, queueing)
     if convoy and convoy["floor_requests_per_sec"] < predicted:
         # Identical waits: anywhere from the perfect convoy up to the smooth prediction.
         facts[CONVOY] = {**convoy, "smooth_requests_per_sec": predicted}
-        upper, predicted, bound_by = predicted, convoy["floor_requests_per_sec"], DATABASE_CPU
+        upper, predicted, bound_by = predicted, convoy["floor_requests_per_sec"], convoy["at"]
         explanation = (f"in lockstep, from the perfect convoy, {convoy_arithmetic(convoy)}, up to the smooth "
                        f"prediction, {upper:,.0f} req/s ({explanation})")
     return replace(prediction, requests_per_sec=predicted, bound_by=bound_by, bounds=bounds,
                    arithmetic=why, explanation=explanation, facts=facts, upper=upper)
 
 
-def _convoy(convoy: dict | None, bounds: dict, shared: dict | None, shared_ms: float | None) -> dict | None:
-    """A CONVOY step's floor, N / (wait + N x s / cores): s all the CPU the database's cores spend per
-    request (calibrated before the step: the database's, ab's, the driver's), else the database's
-    own per query. None where the step has no convoy or no database bound."""
-    if not convoy or not shared or DATABASE_CPU not in bounds:
+def _convoy(convoy: dict | None, bounds: dict, shared: dict | None, shared_ms: float | None,
+            queueing: dict | None) -> dict | None:
+    """A CONVOY step's floor, N / (wait + N x s / cores). At the database (lab 03): s all the CPU the
+    database's cores spend per request (calibrated before the step: the database's, ab's, the
+    driver's), else the database's own per query. At the server: the CPU per request and the cores
+    its QUEUEING loop used (the compiler's share counted). None where the step has no convoy or its
+    resource no bound."""
+    if not convoy:
         return None
-    cpu_ms = shared_ms or shared["cpu_ms"]
-    n, wait_ms, cores = convoy["in_service"], convoy["wait_ms"], shared["cores"]
+    at = convoy.get("at", DATABASE_CPU)
+    if at == SERVER_CPU:
+        if not queueing or queueing["at"] != SERVER_CPU:
+            return None
+        cpu_ms, cores = queueing["cpu_ms"], queueing["cores"]
+    else:
+        if not shared or DATABASE_CPU not in bounds:
+            return None
+        cpu_ms, cores = shared_ms or shared["cpu_ms"], shared["cores"]
+    n, wait_ms = convoy["in_service"], convoy["wait_ms"]
     floor = n / ((wait_ms + n * cpu_ms / cores) / 1000.0)
-    return {"in_service": n, "wait_ms": wait_ms, "cpu_ms": round(cpu_ms, 4), "cores": cores,
+    return {"in_service": n, "wait_ms": wait_ms, "at": at, "cpu_ms": round(cpu_ms, 4), "cores": cores,
             "floor_requests_per_sec": round(floor, 1)}
 
 
 def convoy_arithmetic(convoy: dict) -> str:
     """'32 queries / (80 ms wait + 32 x 2.4 ms of CPU per request on 1 core) = 204 req/s'."""
     cores = convoy["cores"]
-    return (f"{convoy['in_service']} queries / ({convoy['wait_ms']:g} ms wait + {convoy['in_service']} x "
+    what = "requests" if convoy.get("at") == SERVER_CPU else "queries"
+    return (f"{convoy['in_service']} {what} / ({convoy['wait_ms']:g} ms wait + {convoy['in_service']} x "
             f"{convoy['cpu_ms']:.3g} ms of CPU per request on {cores:g} core{'s' if cores != 1 else ''}) = "
             f"{convoy['floor_requests_per_sec']:,.0f} req/s")
 
@@ -203,6 +217,15 @@ def loop_facts(in_service: int, wait_ms: float, at: str = SERVER_CPU, cores: flo
     """Prediction.facts for a closed loop whose every request is in service (QUEUEING)."""
     return {QUEUEING: {"in_service": in_service, "wait_ms": wait_ms, "at": at,
                        **({"cores": cores} if cores else {})}}
+
+
+def in_lockstep(facts: dict) -> dict:
+    """`facts` with its QUEUEING loop's waits marked identical (CONVOY at the same CPU): a range
+    from the perfect convoy up to the loop's smooth prediction. Unchanged without such a loop."""
+    loop = facts.get(QUEUEING)
+    if not loop:
+        return facts
+    return {**facts, CONVOY: {"in_service": loop["in_service"], "wait_ms": loop["wait_ms"], "at": loop["at"]}}
 
 
 def mean_value_analysis(connections: int, busy_ms: float, cpu_ms: float, cores: int = 1) -> float:

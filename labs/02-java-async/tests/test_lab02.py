@@ -92,10 +92,18 @@ def test_variants_that_free_plays_pool_reach_the_bound_the_model_names(smoke, na
     # No pool holds them back: the requests in flight bind, or the core if it runs out first
     # (ws makes two HTTP exchanges per request on the server's one core). Stuck on a small
     # pool, either would land far lower, and the model would name threads.
-    assert v["bound_by"] in ("requests in flight", "server CPU"), v["bounds"]
+    assert min(v["bounds"], key=v["bounds"].get) in ("requests in flight", "server CPU"), v["bounds"]
     assert v["extra"]["queueing"]["in_service"] == v["concurrency"], v["extra"]
     assert v["predicted_requests_per_sec"] == pytest.approx(model_prediction(v), rel=1e-3)
-    within(f"{name} measured/predicted", v["measured_over_predicted"], *BAND, context=v)
+    # Fifty identical sleeps convoy at the server's core (pul.model.CONVOY): a range, from the
+    # perfect convoy, every request back at once, up to the smooth mean-value prediction. On the
+    # machines the bands were first sized on, custom-ec ran at 0.88-0.92 of the smooth end; on a
+    # fresh one, 0.84, its offload threads swinging between 50 and a handful busy.
+    assert v["bound_by"] == "server CPU" and "in lockstep" in v["prediction"], v["prediction"]
+    upper = v["predicted_upper_requests_per_sec"]
+    assert upper == pytest.approx(v["extra"]["convoy"]["smooth_requests_per_sec"]), v["extra"]
+    within(f"{name} over the convoy floor", v["measured_over_predicted"], BAND[0], context=v)
+    within(f"{name} over the smooth upper end", v["requests_per_sec"] / upper, high=BAND[1], context=v)
 
 
 def test_the_jvm_sized_common_pool_meets_the_bound_the_model_names(smoke):
