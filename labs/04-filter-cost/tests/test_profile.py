@@ -13,7 +13,7 @@ import re
 import pytest
 
 from pul import profile, report
-from pul.testing import by_name, run_lab
+from pul.testing import by_name, run_lab, within
 
 pytestmark = pytest.mark.slow
 
@@ -56,8 +56,13 @@ def test_a_plain_filter_chain_runs_in_the_stream_materializer_an_essential_one_d
     essential = profile.share_under(stacks(folder, variants[f"essential-x{CHAIN}"]),
                                     lambda f: f.startswith(MATERIALIZER))
     print(f"samples in {MATERIALIZER}: plain-x{CHAIN} {plain:.0%}, essential-x{CHAIN} {essential:.0%}")
-    # Measured in full runs: about 30% against 0%.
-    assert plain >= 0.10 and essential <= 0.03
+    # Measured in full runs: about 30% against 0%. A short run takes a few dozen samples of the
+    # essential chain, so one sample in the materializer (a response's own stream, say) is 3% of
+    # them (a fresh machine's run: 28% against 3%): the essential chain's share is compared with the
+    # plain one's, a third of it at most ("far more often"), not with a fixed line.
+    within(f"plain-x{CHAIN} share of samples in the materializer", plain, 0.10)
+    within(f"essential-x{CHAIN} share of samples in the materializer over plain-x{CHAIN}'s", essential / plain,
+           None, 1 / 3, context=(plain, essential))
 
 
 def test_the_report_reads_a_profiled_run(profiled):
