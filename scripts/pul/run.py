@@ -1137,6 +1137,9 @@ def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, ru
         print(note)
     print()
     print(results.machine_line(data), flush=True)
+    spent = time_line(data)
+    if spent:
+        print(spent, flush=True)
     slowed = machine.slowed_warning((data.get("machine") or {}).get("steadiness"))
     if slowed:
         print(f"warning: {slowed}.", flush=True)
@@ -1163,6 +1166,26 @@ def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, ru
                    report.write_lab(lab, data) + report.write_changed(timings.artifacts())) + report.write_play3(lab)
         if written:
             print(f"Book tables and figures updated: {', '.join(_display(p) for p in written)}")
+
+
+# What each kind of phase (the first word of its name in phase_seconds) is called in time_line.
+PHASE_KINDS = {"build": "build", "services": "services", "start": "server starts", "warm": "warm-ups",
+               "measure": "calibration and measured runs", "stop": "stops", "steadiness": "steadiness probe"}
+
+
+def time_line(data: dict) -> str | None:
+    """'Time: 183 s: warm-ups 90 s, calibration and measured runs 52 s, server starts 30 s, ...',
+    the run's phase_seconds by kind, largest first (None for a run without them)."""
+    spent = data.get("phase_seconds")
+    if not spent:
+        return None
+    kinds: dict[str, float] = {}
+    for phase, seconds in spent.items():
+        kind = PHASE_KINDS.get(phase.split(" ")[0], phase)
+        kinds[kind] = kinds.get(kind, 0.0) + seconds
+    parts = [f"{kind} {seconds:.0f} s" for kind, seconds in sorted(kinds.items(), key=lambda kv: -kv[1])
+             if seconds >= 0.5]
+    return f"Time: {data['duration_s']} s: " + ", ".join(parts) + "."
 
 
 def _draw_flame_graphs(lab: Lab, data: dict, where: Where) -> list[Path]:

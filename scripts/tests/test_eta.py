@@ -43,3 +43,19 @@ def test_spent_times_every_phase_begun_planned_or_not_and_adds_up_a_phase_begun_
 
 def test_a_run_that_has_begun_nothing_spent_nothing():
     assert Eta([]).spent() == {}
+
+
+def test_the_run_prints_where_its_time_went_by_kind_largest_first():
+    from pul.run import time_line
+    data = {"duration_s": 61, "phase_seconds": {"build": 3.2, "services": 0.1, "start 0": 9.0, "warm a": 20.0,
+                                                "warm b": 6.0, "measure a": 8.0, "measure b": 8.4,
+                                                "stop 0": 1.0, "steadiness": 1.0, "steadiness again": 1.0,
+                                                "stop services": 2.0}}
+    # The services' 0.1 s is left out; "stop services" is a stop.
+    assert time_line(data) == ("Time: 61 s: warm-ups 26 s, calibration and measured runs 16 s, server starts 9 s, "
+                               "build 3 s, stops 3 s, steadiness probe 2 s.")
+
+
+def test_a_run_without_phase_seconds_prints_no_time_line():
+    from pul.run import time_line
+    assert time_line({"duration_s": 10}) is None
