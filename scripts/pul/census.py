@@ -204,6 +204,20 @@ def _source_line(name: str, data: dict) -> str:
             f"at start; commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}")
 
 
+def _parts_by_census(sources: list[tuple[str, dict]]) -> list[str]:
+    """Passes per part in each census folder, in the order given: before and after a fix side by
+    side (a folder's commits are in its line above)."""
+    per_source = [(name, summarise(data["repetitions"])["parts"]) for name, data in sources]
+    names = list(dict.fromkeys(part for _, parts in per_source for part in parts))
+    lines = ["", "### Parts by census", "",
+             "| part | " + " | ".join(f"`{Path(name).name}`" for name, _ in per_source) + " |",
+             "|:---|" + "---:|" * len(per_source)]
+    for part in names:
+        cells = [f"{parts[part]['passed']}/{parts[part]['runs']}" if part in parts else "–" for _, parts in per_source]
+        lines.append(f"| {part} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def summary_markdown(summary: dict, sources: list[tuple[str, dict]]) -> str:
     lines = [f"# Test census: {summary['repetitions']} repetitions", "",
              "Made by `scripts/test --repeat N PART...` (each repetition a fresh clone of the commit named) "
@@ -213,6 +227,8 @@ def summary_markdown(summary: dict, sources: list[tuple[str, dict]]) -> str:
     for name, e in summary["parts"].items():
         lines.append(f"| {name} | {e['runs']} | {e['passed']}/{e['runs']} | {_n(e['seconds_min'])} / "
                      f"{_n(e['seconds_median'])} / {_n(e['seconds_max'])} |")
+    if len(sources) > 1:
+        lines += _parts_by_census(sources)
     if summary["failed_tests"]:
         lines += ["", "## Failed tests", "", "| test | failures |", "|:---|---:|"]
         lines += [f"| `{test}` | {count} |" for test, count in summary["failed_tests"].items()]

@@ -165,3 +165,14 @@ def test_only_a_test_marked_slow_is_measured(monkeypatch):
     assert os.environ[pytest_census.MEASURED_VARIABLE] == "1"
     pytest_census.pytest_runtest_setup(fast)
     assert pytest_census.MEASURED_VARIABLE not in os.environ
+
+
+def test_merged_censuses_show_each_ones_passes_side_by_side(stand_in, tmp_path):
+    """Before and after a fix: the third call of the stand-in part fails, so census "before" (two
+    repetitions: calls 1, 2) passes 2/2 and "after" (calls 3, 4) 1/2."""
+    census.repeat(stand_in, 2, ["fake"], tmp_path / "before")
+    census.repeat(stand_in, 2, ["fake"], tmp_path / "after")
+    text = census.merged_summary([tmp_path / "before", tmp_path / "after"])
+    assert "| part | `before` | `after` |" in text and "| fake | 2/2 | 1/2 |" in text
+    # One census alone needs no such table.
+    assert "Parts by census" not in census.merged_summary([tmp_path / "before"])
