@@ -97,22 +97,15 @@ class VirtualThreads(Lab):
             return Step(name=name, endpoint=endpoint, pool=pool, service_ms=params["work_ms"], runtime=runtime,
                         **settings)
 
-        high = params["high_concurrency"]
-        sizes = parse_sizes(params["connections"])
-        # The per-request pool's server: a pool of `high` threads. The last further connection pool
-        # size shares it (its variant runs on virtual threads and leaves that pool alone), so that
-        # its warm-up has warmed the JIT for the per-request variant, which on a server of its own
-        # spent 44 of a default run's 303 s warming up, on a 2-core Intel Xeon.
-        per_request = {"lab.pool-size": str(high), **({"lab.connections": str(sizes[-1])} if len(sizes) > 1 else {})}
-
         def jdbc(size: int, first: bool) -> Step:
-            setup = {} if first else per_request if size == sizes[-1] else {"lab.connections": str(size)}
             return Step(name=f"jdbc-connections={size}", endpoint="jdbc-virtual", concurrency=c,
                         requests=params["requests"], seconds=seconds, pool="virtual", runtime=NEWEST,
-                        setup=setup, warmup_requests=params["requests"],
+                        setup={} if first else {"lab.connections": str(size)}, warmup_requests=params["requests"],
                         warmup_seconds=WARMUP_SECONDS, watch_footprint=True,
                         extra={"group": "jdbc", "connections": size})
 
+        high = params["high_concurrency"]
+        sizes = parse_sizes(params["connections"])
         # 1,000 in flight move the server's CPU per request more from round to round than 50 do
         # (0.31-0.50 ms in the same set-up): longer rounds, and the median of three calibrates.
         footprint = {"concurrency": high, "watch_listen_queue": True, "warmup_seconds": HIGH_WARMUP_SECONDS,
@@ -132,15 +125,14 @@ class VirtualThreads(Lab):
             blocking("pool", "blocking-pool", "pool"),
             blocking(f"pool-c={high}", "blocking-pool", "pool", **footprint),
             *(jdbc(size, first=False) for size in sizes[1:]),
-            # A thread per request in flight, on a server whose pool has `high` threads: the pool a
-            # thread-per-request server would need. With no further connection pool size its JIT
-            # starts cold: up to 12 warm-up rounds.
-            blocking(f"per-request-pool-c={high}", "blocking-pool", "pool", setup=per_request,
-                     warmup_max_rounds=12, **footprint),
             blocking("virtual-jdk21", "blocking-virtual", "virtual", JDK21, extra={"group": "pinning"}),
             blocking("synchronized-jdk21", "virtual-synchronized", "carriers", JDK21,
                      warmup_seconds=PINNED_WARMUP_SECONDS, warmup_max_rounds=2, warmup_jit_quiet=None,
                      extra={"group": "pinning"}),
+            # A thread per request in flight, on a server of its own: the pool a thread-per-request
+            # server would need. Its JIT starts cold: up to 12 warm-up rounds.
+            blocking(f"per-request-pool-c={high}", "blocking-pool", "pool", setup={"lab.pool-size": str(high)},
+                     warmup_max_rounds=12, **footprint),
         ]
 
     @contextlib.contextmanager

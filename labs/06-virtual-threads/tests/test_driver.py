@@ -8,7 +8,6 @@ import pytest
 
 from pul.errors import UsageError
 from pul.lab import Step
-from pul.run import group_by_server
 from pul.testing import this_lab
 
 LAB = this_lab(__file__)
@@ -76,24 +75,11 @@ def test_the_footprint_variants_keep_the_high_load_and_their_own_thread_counts()
     names = [s.name for s in steps]
     # A fixed pool keeps the threads its first tasks start: virtual threads are measured before it.
     assert names.index("virtual-c=1000") < names.index("pool")
-    # The per-request pool's server is the last further connection pool size's (warmed by it).
-    assert high[-1].setup == {"lab.pool-size": "1000", "lab.connections": "16"}
-    assert [s.name for s in LAB.steps(params(connections="4"))][-3] == "per-request-pool-c=1000"
-    assert next(s for s in LAB.steps(params(connections="4")) if s.name.startswith("per-request")).setup == {
-        "lab.pool-size": "1000"}
+    assert high[-1].setup == {"lab.pool-size": "1000"}
 
 
 def test_the_first_jdbc_variant_shares_the_first_server():
     steps = LAB.steps(params())
     first = next(s for s in steps if s.name == "jdbc-connections=4")
     assert first.setup == {} and LAB.server_properties(params())["lab.connections"] == "4"
-    assert next(s for s in steps if s.name == "jdbc-connections=16").setup == {"lab.connections": "16",
-                                                                               "lab.pool-size": "1000"}
-    # Sizes between the first and the last get servers of their own.
-    middle = next(s for s in LAB.steps(params(connections="4,8,16")) if s.name == "jdbc-connections=8")
-    assert middle.setup == {"lab.connections": "8"}
-
-
-def test_the_per_request_pool_shares_the_last_connection_pools_server_after_it():
-    groups = [[s.name for s in group] for _, group in group_by_server(LAB.steps(params()))]
-    assert ["jdbc-connections=16", "per-request-pool-c=1000"] in groups
+    assert next(s for s in steps if s.name == "jdbc-connections=16").setup == {"lab.connections": "16"}
