@@ -30,6 +30,11 @@ JVM_DEFAULT_WARMUP_ROUNDS = 14
 
 
 class JavaAsync(Lab):
+    # Every request in service waits the same work_ms: the pauses of one core (a GC's, ab's fifty
+    # connections at the start) wake them together, and they convoy at the server's CPU. A fresh
+    # machine's custom-ec ran at 0.84 of the smooth prediction, its offload threads swinging
+    # between all 50 and a handful busy: a range (pul.model.CONVOY), for every variant.
+    LOCKSTEP = True
     OPTION_HELP = {
         **Lab.OPTION_HELP,
         "common_parallelism": ("ForkJoinPool.commonPool() parallelism for the five main variants, "
@@ -75,16 +80,12 @@ class JavaAsync(Lab):
                 return Prediction(round(step.concurrency / (step.service_ms / 1000.0), 1),
                                   f"parallelism {common['parallelism']}: a new thread per task, "
                                   f"so {step.concurrency} in flight / {step.service_ms:g} ms",
-                                  {**facts, **model.loop_facts(step.concurrency, step.service_ms)},
+                                  {**facts, **model.in_lockstep(model.loop_facts(step.concurrency,
+                                                                                 step.service_ms))},
                                   bound_by="requests in flight")
             prediction = super().predict(step, pools, params)
             return replace(prediction, facts={**prediction.facts, **facts})
         prediction = super().predict(step, pools, params)
-        # Every request in service waits the same work_ms: the pauses of one core (a GC's, ab's
-        # fifty connections at the start) wake them together, and they convoy at the server's CPU.
-        # A fresh machine's custom-ec ran at 0.84 of the smooth prediction, its timeline's offload
-        # threads swinging between all 50 and a handful busy: a range (pul.model.CONVOY).
-        prediction = replace(prediction, facts=model.in_lockstep(prediction.facts))
         if step.name == "ws":
             return replace(prediction, explanation=f"no thread waits: {step.concurrency} in flight / "
                                                    f"{step.service_ms:g} ms downstream")

@@ -155,6 +155,10 @@ class Lab:
     }
     # Integer options for which 0 means something (the others must be at least 1).
     ZERO_ALLOWED: tuple[str, ...] = ()
+    # Every request in service waits the same service_ms (a fixed sleep): after any pause of the
+    # core they come back together and queue for it in a convoy, so predict() gives a range, from
+    # that convoy up to the smooth mean-value prediction (pul.model.CONVOY). Labs 01 and 02.
+    LOCKSTEP = False
 
     def __init__(self, lab_dir: Path, number: str, title: str, summary: str, defaults: dict,
                  tools_needed: tuple = (), book_outputs: tuple[str, ...] = (), runtimes: tuple = ()):
@@ -245,8 +249,12 @@ class Lab:
                    else f"min({step.concurrency} in flight, {threads} {step.pool} threads)")
             bound_by = "threads" if threads is not None and threads < step.concurrency else "requests in flight"
         # With every request in flight in service, each waits service_ms and then queues for the
-        # server's CPU: pul.model predicts that loop by mean-value analysis.
-        facts = model.loop_facts(step.concurrency, step.service_ms) if in_service == step.concurrency else {}
+        # server's CPU: pul.model predicts that loop by mean-value analysis. In lockstep, the
+        # threads of a pool that binds do too: each of them waits and then uses the core.
+        if self.LOCKSTEP:
+            facts = model.in_lockstep(model.loop_facts(in_service, step.service_ms))
+        else:
+            facts = model.loop_facts(step.concurrency, step.service_ms) if in_service == step.concurrency else {}
         return Prediction(round(in_service / (step.service_ms / 1000.0), 1),
                           f"{why} / {step.service_ms:g} ms", facts, bound_by=bound_by)
 

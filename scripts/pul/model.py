@@ -148,7 +148,10 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     if convoy and convoy["floor_requests_per_sec"] < predicted:
         # Identical waits: anywhere from the perfect convoy up to the smooth prediction.
         facts[CONVOY] = {**convoy, "smooth_requests_per_sec": predicted}
-        upper, predicted, bound_by = predicted, convoy["floor_requests_per_sec"], convoy["at"]
+        upper, predicted = predicted, convoy["floor_requests_per_sec"]
+        # The convoy forms at that CPU; a pool that holds the requests back still names the bound.
+        if convoy["at"] == DATABASE_CPU or bound_by not in (THREADS, CONNECTIONS):
+            bound_by = convoy["at"]
         explanation = (f"in lockstep, from the perfect convoy, {convoy_arithmetic(convoy)}, up to the smooth "
                        f"prediction, {upper:,.0f} req/s ({explanation})")
     return replace(prediction, requests_per_sec=predicted, bound_by=bound_by, bounds=bounds,

@@ -197,6 +197,22 @@ def within(label: str, value: float, low: float | None = None, high: float | Non
     assert miss is None, miss + (f"; {context}" if context is not None else "")
 
 
+# The model's band: a measurement this close to the bound it names (pul.model) confirms the model.
+MODEL_BAND = (0.85, 1.10)
+
+
+def within_model(label: str, v: dict, band: tuple[float, float] = MODEL_BAND) -> None:
+    """A variant's measurement against its prediction: within `band` of its bound, or, for a
+    range (pul.model.CONVOY), over band's low end of the convoy's floor and under band's high end
+    of the smooth upper end (both recorded for the census)."""
+    upper = v.get("predicted_upper_requests_per_sec")
+    if not upper:
+        within(f"{label} measured/predicted", v["measured_over_predicted"], *band, context=v)
+        return
+    within(f"{label} over the convoy floor", v["measured_over_predicted"], band[0], context=v)
+    within(f"{label} over the smooth upper end", v["requests_per_sec"] / upper, high=band[1], context=v)
+
+
 def by_name(results: dict) -> dict[str, dict]:
     return {v["name"]: v for v in results["variants"]}
 
@@ -204,14 +220,21 @@ def by_name(results: dict) -> dict[str, dict]:
 def model_prediction(v: dict) -> float:
     """What pul.model predicts from a variant's recorded bounds, worked out again here: the
     smallest bound, or, where the variant's requests all wait in service (its loop recorded under
-    pul.model.QUEUEING), the mean-value analysis of that loop if it is lower. Compare it with
-    pytest.approx: the loop's CPU per request is recorded rounded."""
+    pul.model.QUEUEING), the mean-value analysis of that loop if it is lower, and where its waits
+    are identical (pul.model.CONVOY), the perfect convoy's floor, N / (wait + N x CPU / cores), the
+    range's lower end. Compare it with pytest.approx: the CPU per request is recorded rounded."""
     predicted = min(v["bounds"].values())
-    loop = (v.get("extra") or {}).get(model.QUEUEING)
+    extra = v.get("extra") or {}
+    loop = extra.get(model.QUEUEING)
     if loop:
         rate = model.mean_value_analysis(loop["in_service"], loop["wait_ms"] + loop["cpu_ms"], loop["cpu_ms"],
                                          loop["cores"])
         predicted = min(predicted, rate)
+    convoy = extra.get(model.CONVOY)
+    if convoy and "floor_requests_per_sec" in convoy:
+        floor = convoy["in_service"] / ((convoy["wait_ms"] + convoy["in_service"] * convoy["cpu_ms"] / convoy["cores"])
+                                        / 1000.0)
+        predicted = min(predicted, floor)
     return predicted
 
 

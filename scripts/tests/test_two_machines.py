@@ -34,7 +34,7 @@ from pul.procs import RUN_ID_VARIABLE, Children, processes_with_run_id, wait_unt
 from pul.progress import Progress
 from pul.run import bench_lock
 from pul.server import build, free_port
-from pul.testing import within
+from pul.testing import within_model
 
 pytestmark = [
     pytest.mark.slow,
@@ -196,7 +196,8 @@ def test_serve_in_one_namespace_and_run_target_from_another(tmp_path, monkeypatc
             ratio = variant["measured_over_predicted"]
             print(f"{VARIANT}: measured {variant['requests_per_sec']:.1f} req/s, predicted "
                   f"{variant['predicted_requests_per_sec']:.1f} (ratio {ratio})")
-            within(f"{VARIANT} measured/predicted over the veth", ratio, *BAND)
+            # A range where the model has one (lab 01's identical sleeps: pul.model.CONVOY).
+            within_model(f"{VARIANT} over the veth", variant, BAND)
 
             # The Play secret is in the server's environment, not on its command line (ps shows that).
             [jvm] = [pid for pid in processes_with_run_id(token)

@@ -16,14 +16,12 @@ import pytest
 
 from pul import playline, timeline
 from pul.procs import processes_with_run_id
-from pul.testing import SMOKE_RESULTS_VARIABLE, Driver, by_name, model_prediction, run_lab, within
+from pul.testing import SMOKE_RESULTS_VARIABLE, Driver, by_name, model_prediction, run_lab, within, within_model
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
 
 SMOKE = ("--work-ms", "100", "--concurrency", "50", "--seconds", "4")
-# The model's band: a measurement this close to the bound it names (pul.model) confirms the model.
-BAND = (0.85, 1.10)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +48,7 @@ def check_blocking_is_bound_by_the_default_dispatcher(run: dict, language: str) 
     # The prediction came from the threads the server reported, not from this test.
     assert v["pool"] == "default" and v["pool_threads"] == run["pools"]["pools"]["default"]["threads"]
     assert v["bound_by"] == "threads", v["bounds"]
-    within(f"{language}-blocking measured/predicted", v["measured_over_predicted"], *BAND, context=v)
+    within_model(f"{language}-blocking", v)
 
 
 def check_offloaded_reaches_the_bound_the_model_names(run: dict, language: str) -> None:
@@ -60,7 +58,7 @@ def check_offloaded_reaches_the_bound_the_model_names(run: dict, language: str) 
     # All 50 in service: the prediction counts their queueing for the core.
     assert v["extra"]["queueing"]["in_service"] == 50, v["extra"]
     assert v["predicted_requests_per_sec"] == pytest.approx(model_prediction(v), rel=1e-3)
-    within(f"{language}-offloaded measured/predicted", v["measured_over_predicted"], *BAND, context=v)
+    within_model(f"{language}-offloaded", v)
 
 
 @pytest.mark.parametrize("language", ["java", "scala"])

@@ -87,3 +87,14 @@ def test_identical_sleeps_are_predicted_from_the_convoy_up_to_the_smooth_predict
     # (8 / 100 ms = 80 req/s): what the range is there to tell apart.
     assert FRESH_RATE / floor >= 0.85 and FRESH_RATE / smooth <= 1.10
     assert 80 / floor < 0.85
+
+
+def test_the_tests_work_out_the_same_range_floor_from_a_record():
+    """pul.testing.model_prediction, which the smoke tests compare the recorded prediction with,
+    works the convoy's floor out again (it once gave the smooth end: 481.6 against 295.0)."""
+    from pul import model
+    from pul.testing import model_prediction
+    params = {**PARAMS, "work_ms": 100, "concurrency": 50}
+    predicted = model.combine(LAB.predict(step("custom-ec", params), pools(None, 3), params), FRESH_CALIBRATION, 50)
+    record = {"bounds": predicted.bounds, "extra": predicted.facts}
+    assert model_prediction(record) == pytest.approx(predicted.requests_per_sec, rel=1e-3)

@@ -12,7 +12,7 @@ import pytest
 
 from pul import timeline
 
-from pul.testing import by_name, model_prediction, run_lab, this_lab, within
+from pul.testing import MODEL_BAND, by_name, model_prediction, run_lab, this_lab, within, within_model
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -28,8 +28,6 @@ MAIN_VARIANTS = ("blocking", "commonpool", "default-ec", "custom-ec", "ws")
 # last connections finishing alone) weigh twice what they do in 24 per connection.
 SMOKE = ("--work-ms", "100", "--concurrency", "50", "--requests", "1200", "--seconds", "20",
          *(arg for name in MAIN_VARIANTS for arg in ("--variant", name)))
-# The model's band: a measurement this close to the bound it names (pul.model) confirms the model.
-BAND = (0.85, 1.10)
 # Where a warm-up did not settle: near the bound, no closer than one of lab 05's echo steps.
 UNSETTLED = (0.75, 1.25)
 
@@ -61,13 +59,13 @@ def test_predictions_come_from_the_pools_the_server_reported(smoke):
 def test_blocking_play_pool_is_bound_by_the_default_dispatcher(smoke, name):
     v = by_name(smoke)[name]
     assert v["bound_by"] == "threads", v["bounds"]
-    within(f"{name} measured/predicted", v["measured_over_predicted"], *BAND, context=v)
+    within_model(name, v)
 
 
 def test_commonpool_collapses_to_its_parallelism(smoke):
     v = by_name(smoke)["commonpool"]
     assert v["bound_by"] == "threads", v["bounds"]
-    within("commonpool measured/predicted", v["measured_over_predicted"], *BAND, context=v)
+    within_model("commonpool", v)
 
 
 @pytest.mark.parametrize("name, pool", [("default-ec", "default"), ("commonpool", "commonpool")])
@@ -102,8 +100,7 @@ def test_variants_that_free_plays_pool_reach_the_bound_the_model_names(smoke, na
     assert v["bound_by"] == "server CPU" and "in lockstep" in v["prediction"], v["prediction"]
     upper = v["predicted_upper_requests_per_sec"]
     assert upper == pytest.approx(v["extra"]["convoy"]["smooth_requests_per_sec"]), v["extra"]
-    within(f"{name} over the convoy floor", v["measured_over_predicted"], BAND[0], context=v)
-    within(f"{name} over the smooth upper end", v["requests_per_sec"] / upper, high=BAND[1], context=v)
+    within_model(name, v)
 
 
 def test_the_jvm_sized_common_pool_meets_the_bound_the_model_names(smoke):
@@ -120,9 +117,8 @@ def test_the_jvm_sized_common_pool_meets_the_bound_the_model_names(smoke):
     # the run measured (0.84, 0.84 and 1.03 in three runs, its compiler 10-15% busy when pinned).
     # Then it must still land near the bound, as lab 05 holds one echo step to.
     settled = v["warmup"]["settled"]
-    low, high = BAND if settled else UNSETTLED
-    within(f"{JVM_DEFAULT} measured/predicted" + ("" if settled else " (warm-up unsettled)"),
-           v["measured_over_predicted"], low, high, context=v)
+    low, high = MODEL_BAND if settled else UNSETTLED
+    within_model(JVM_DEFAULT + ("" if settled else " (warm-up unsettled)"), v, (low, high))
 
 
 def test_ordering(smoke):
