@@ -103,8 +103,10 @@ class Repetition:
     """One fresh clone running `scripts/test PARTS`, in a session of its own: Ctrl-C, SIGTERM or
     SIGHUP of the census stops all of it and removes the clone."""
 
-    def __init__(self, repo: Path, parts: list[str], folder: Path):
-        self.repo, self.parts, self.folder = repo, parts, folder
+    def __init__(self, repo: Path, parts: list[str], folder: Path, commit: str | None = None):
+        # `commit`: the census's own, so that a commit made while it runs does not change what the
+        # later repetitions test (None: the clone's HEAD).
+        self.repo, self.parts, self.folder, self.commit = repo, parts, folder, commit
         self.popen: subprocess.Popen | None = None
 
     def run(self) -> dict:
@@ -116,6 +118,9 @@ class Repetition:
             clone = Path(scratch) / "clone"
             subprocess.run(["git", "clone", "-q", str(self.repo), str(clone)], check=True,
                            stdin=subprocess.DEVNULL, capture_output=True)
+            if self.commit:
+                subprocess.run(["git", "-C", str(clone), "checkout", "-q", "--detach", self.commit], check=True,
+                               stdin=subprocess.DEVNULL, capture_output=True)
             commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
                                     text=True).stdout.strip()
             env = dict(os.environ, **{CENSUS_VARIABLE: str(bands_file)})
@@ -283,8 +288,8 @@ def merged_summary(folders: list[Path]) -> str:
 def repeat(repo: Path, repeat_count: int, parts: list[str], folder: Path) -> int:
     check_arguments(repo, repeat_count, parts)
     if uncommitted(repo):
-        print("scripts/test --repeat: note: each repetition is a fresh clone of HEAD; uncommitted changes "
-              "are not in it", file=sys.stderr)
+        print("scripts/test --repeat: note: each repetition is a fresh clone of HEAD as it is now; uncommitted "
+              "changes are not in it", file=sys.stderr)
     folder.mkdir(parents=True, exist_ok=True)
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     data = {"commit": head, "parts": parts, "machine": {"cpu_model": machine.cpu_model(), "cores": os.cpu_count(), "memory_gib": machine.memory_gib(),
@@ -304,7 +309,7 @@ def repeat(repo: Path, repeat_count: int, parts: list[str], folder: Path) -> int
                     if durations else "")
             print(f"==> census {k}/{repeat_count}: scripts/test {' '.join(parts)} in a fresh clone{left}",
                   file=sys.stderr, flush=True)
-            record = Repetition(repo, parts, folder / f"rep-{k:02d}").run()
+            record = Repetition(repo, parts, folder / f"rep-{k:02d}", head).run()
             durations.append(record["seconds"])
             data["repetitions"].append(record)
             write_census(folder, data)  # after each repetition: an interrupted census keeps what it had

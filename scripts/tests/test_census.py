@@ -176,3 +176,21 @@ def test_merged_censuses_show_each_ones_passes_side_by_side(stand_in, tmp_path):
     assert "| part | `before` | `after` |" in text and "| fake | 2/2 | 1/2 |" in text
     # One census alone needs no such table.
     assert "Parts by census" not in census.merged_summary([tmp_path / "before"])
+
+
+def test_every_repetition_tests_the_commit_the_census_started_on(stand_in, tmp_path):
+    """A commit made while the census runs (here, by the part itself, into the repository the
+    census clones) must not reach the later repetitions."""
+    stub = stand_in / "scripts" / "test"
+    stub.write_text(stub.read_text().replace(
+        'mkdir -p test-output\n',
+        f'mkdir -p test-output\ngit -C "{stand_in}" -c user.name=t -c user.email=t@example.invalid '
+        'commit -q --allow-empty -m "made meanwhile"\n'))
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qam", "stub"],
+                   cwd=stand_in, check=True)
+    folder = tmp_path / "census"
+    census.repeat(stand_in, 2, ["fake"], folder)
+    data = json.loads((folder / "census.json").read_text())
+    assert [r["commit"] for r in data["repetitions"]] == [data["commit"]] * 2
+    head = subprocess.run(["git", "-C", str(stand_in), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert head.strip() != data["commit"]  # the commits were made, and left out
