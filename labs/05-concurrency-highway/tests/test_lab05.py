@@ -15,7 +15,7 @@ import pytest
 
 from pul import timeline
 
-from pul.testing import SMOKE_RESULTS_VARIABLE, band_miss, model_prediction, run_lab, this_lab, within
+from pul.testing import SMOKE_RESULTS_VARIABLE, band_miss, model_prediction, run_lab, this_lab, within, within_model
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -73,7 +73,12 @@ def check_the_lanes_decide_the_fixed_road(results: dict) -> None:
     fixed = by_c(sweep(results, "fixed-"))
     for c, v in fixed.items():
         expected = max(1, c / lanes) * work_ms
-        within(f"{v['name']} p50 ms", v["p50_ms"], 0.95 * expected, 1.3 * expected)
+        # Up to the lanes a trip is the wait and then the request's own turn on the core, at most
+        # behind every other car (a convoy): on a slow core (a 2-core Intel Xeon, fixed-c=1 at
+        # 26.2 ms) that is no fraction.
+        convoy = (v.get("extra") or {}).get("convoy")
+        most = expected + (c * convoy["cpu_ms"] / convoy["cores"] if convoy and c <= lanes else 0)
+        within(f"{v['name']} p50 ms", v["p50_ms"], 0.95 * expected, 1.3 * most)
     top = fixed[max(fixed)]
     within(f"{top['name']} server CPU utilisation", top["server_cpu_utilization"], high=0.6)
 
@@ -88,7 +93,10 @@ def test_fixed_service_throughput_follows_min_c_lanes_over_service_time(smoke, l
         predicted = min(c, lanes) / (work_ms / 1000)
         # Little's law's own bound (the prediction adds the core below the lanes: a range).
         assert v["bounds"]["threads" if c > lanes else "requests in flight"] == pytest.approx(predicted)
-        within(f"{v['name']} measured/predicted", v["requests_per_sec"] / predicted, 0.80, 1.05)
+        if v.get("predicted_upper_requests_per_sec"):
+            within_model(v["name"], v, (0.80, 1.05))  # up to the lanes: the range
+        else:
+            within(f"{v['name']} measured/predicted", v["requests_per_sec"] / predicted, 0.80, 1.05)
         within(f"{v['name']} req/s against the road's capacity", v["requests_per_sec"], high=1.05 * capacity)
 
 
