@@ -105,7 +105,7 @@ def test_scripts_test_lists_one_part_per_lab_with_tests_in_order():
     assert parts[:5] == ["scripts", "book", "browser", "labs", "lifecycle"]
     assert parts[5:5 + len(labs)] == labs
     assert parts[5 + len(labs):] == ["two-machines", "workshop", "provisioning", "provisioning-chroot",
-                                     "provisioning-vm"]
+                                     "provisioning-vm", "other-params"]
     for lab in LAB_DIRS:
         if (lab / "tests").is_dir():
             assert f"lab{lab.name[:2]}".ljust(19) + " " + lab_toml(lab)["test"]["description"] in listed
