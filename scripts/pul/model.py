@@ -149,8 +149,9 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
         # Identical waits: anywhere from the perfect convoy up to the smooth prediction.
         facts[CONVOY] = {**convoy, "smooth_requests_per_sec": predicted}
         upper, predicted = predicted, convoy["floor_requests_per_sec"]
-        # The convoy forms at that CPU; a pool that holds the requests back still names the bound.
-        if convoy["at"] == DATABASE_CPU or bound_by not in (THREADS, CONNECTIONS):
+        # The convoy forms at that CPU; what holds the requests back (a pool, or the load generator's
+        # requests in flight) still names the bound.
+        if convoy["at"] == DATABASE_CPU or bound_by not in (THREADS, CONNECTIONS, IN_FLIGHT):
             bound_by = convoy["at"]
         explanation = (f"in lockstep, from the perfect convoy, {convoy_arithmetic(convoy)}, up to the smooth "
                        f"prediction, {upper:,.0f} req/s ({explanation})")

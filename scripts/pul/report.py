@@ -199,12 +199,12 @@ def _busy(v: dict) -> float | None:
             model.LOAD_GENERATOR: v.get("load_cores_busy")}.get(v.get("bound_by"))
 
 
-def model_band(v: dict) -> tuple[float, float]:
-    """The band of measured/predicted that confirms a variant's model: BAND around its bound, or,
-    for a range (pul.model.CONVOY), from BAND's low end of the range's lower end to BAND's high end
+def model_band(v: dict, band: tuple[float, float] = BAND) -> tuple[float, float]:
+    """The band of measured/predicted that confirms a variant's model: `band` around its bound, or,
+    for a range (pul.model.CONVOY), from band's low end of the range's lower end to band's high end
     of its upper."""
     upper, predicted = v.get("predicted_upper_requests_per_sec"), v.get("predicted_requests_per_sec")
-    return (BAND[0], BAND[1] * upper / predicted) if upper and predicted else BAND
+    return (band[0], band[1] * upper / predicted) if upper and predicted else band
 
 
 def band_note(v: dict) -> str | None:

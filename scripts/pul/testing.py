@@ -213,6 +213,15 @@ def within_model(label: str, v: dict, band: tuple[float, float] = MODEL_BAND) ->
     within(f"{label} over the smooth upper end", v["requests_per_sec"] / upper, high=band[1], context=v)
 
 
+def decided_at_the_core(v: dict) -> bool:
+    """Whether the calibrated CPU per request makes a variant's prediction: a step the server's core
+    binds, or requests in flight in a convoy at the core (the range keeps their name,
+    pul.model.CONVOY). A pool's threads or connections in such a convoy are the pool's."""
+    convoy = (v.get("extra") or {}).get(model.CONVOY) or {}
+    return v["bound_by"] == model.SERVER_CPU or (convoy.get("at") == model.SERVER_CPU
+                                                 and v["bound_by"] == model.IN_FLIGHT)
+
+
 def by_name(results: dict) -> dict[str, dict]:
     return {v["name"]: v for v in results["variants"]}
 

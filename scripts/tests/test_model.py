@@ -181,3 +181,36 @@ def test_a_pool_in_lockstep_keeps_its_name_and_gets_a_range():
     # Without lockstep: the threads' bound alone, as before.
     plain = model.combine(Lab.predict(Lab.__new__(Lab), step, POOLS, {}), {**ONE_CORE, "server_cpu_ms": 5.6}, 50)
     assert plain.requests_per_sec == pytest.approx(80) and plain.upper is None
+
+
+def test_requests_in_flight_in_lockstep_keep_their_name_and_get_a_range():
+    """Lab 05's fixed road below its lanes on a 2-core Intel Xeon: 4 cars in flight, 20 ms of
+    waiting each, 0.55 ms of CPU per request. The load generator's 4 in flight bind (200 req/s);
+    in lockstep they come back to the core together: a range from 4 / (20 ms + 4 x 0.55 ms) up to
+    the mean-value analysis, still named by the requests in flight (it measured 1.058 of the floor)."""
+    facts = model.in_lockstep(model.loop_facts(4, 20))
+    lab = Prediction(200.0, "4 in flight / 20 ms", facts=facts, bound_by=model.IN_FLIGHT,
+                     bounds={model.IN_FLIGHT: 200.0}, arithmetic={model.IN_FLIGHT: "4 in flight / 20 ms"})
+    prediction = model.combine(lab, {**ONE_CORE, "server_cpu_ms": 0.55, "load_cpu_ms": 0.07}, 4)
+    assert prediction.bound_by == model.IN_FLIGHT
+    assert prediction.requests_per_sec == pytest.approx(4 / (0.020 + 4 * 0.00055), rel=1e-3)
+    assert prediction.requests_per_sec < prediction.upper < 200
+
+
+def test_the_tests_hold_requests_in_flight_in_a_convoy_to_the_cores_band():
+    """pul.testing.decided_at_the_core: the band of a step whose calibrated CPU makes its
+    prediction. The renamed range above is one; a pool's threads in a convoy are not."""
+    from pul.testing import decided_at_the_core
+    in_flight = model.combine(Prediction(200.0, "", facts=model.in_lockstep(model.loop_facts(4, 20)),
+                                         bound_by=model.IN_FLIGHT, bounds={model.IN_FLIGHT: 200.0}),
+                              {**ONE_CORE, "server_cpu_ms": 0.55}, 4)
+    step = Step(name="s", endpoint="s", concurrency=50, requests=1, pool="default", service_ms=100)
+    lab = Lab.__new__(Lab)
+    lab.LOCKSTEP = True
+    threads = model.combine(Lab.predict(lab, step, POOLS, {}), {**ONE_CORE, "server_cpu_ms": 5.6}, 50)
+    core = model.combine(_lab_prediction("offload"), {**ONE_CORE, "server_cpu_ms": 5.6}, 50)
+
+    def record(p):
+        return {"bound_by": p.bound_by, "extra": p.facts}
+    assert core.bound_by == model.SERVER_CPU
+    assert [decided_at_the_core(record(p)) for p in (in_flight, threads, core)] == [True, False, True]

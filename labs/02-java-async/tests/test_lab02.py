@@ -97,7 +97,10 @@ def test_variants_that_free_plays_pool_reach_the_bound_the_model_names(smoke, na
     # perfect convoy, every request back at once, up to the smooth mean-value prediction. On the
     # machines the bands were first sized on, custom-ec ran at 0.88-0.92 of the smooth end; on a
     # fresh one, 0.84, its offload threads swinging between 50 and a handful busy.
-    assert v["bound_by"] == "server CPU" and "in lockstep" in v["prediction"], v["prediction"]
+    # The range keeps the name of what binds (the requests in flight, or the core where ws's two
+    # exchanges per request cost more).
+    assert v["bound_by"] == min(v["bounds"], key=v["bounds"].get), (v["bounds"], v["bound_by"])
+    assert "in lockstep" in v["prediction"], v["prediction"]
     upper = v["predicted_upper_requests_per_sec"]
     assert upper == pytest.approx(v["extra"]["convoy"]["smooth_requests_per_sec"]), v["extra"]
     within_model(name, v)

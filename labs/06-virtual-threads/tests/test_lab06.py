@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pul import timeline
-from pul.testing import by_name, model_prediction, run_lab, this_lab, within, within_model
+from pul.testing import by_name, decided_at_the_core, model_prediction, run_lab, this_lab, within, within_model
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -43,8 +43,9 @@ def smoke(tmp_path_factory):
 
 
 def in_band(v: dict) -> None:
-    """On its bound, or within its range (the lab's identical sleeps: pul.model.CONVOY)."""
-    within_model(v["name"], v, CPU_STEP_BAND if v["bound_by"] == "server CPU" else BAND)
+    """On its bound, or within its range (the lab's identical sleeps: pul.model.CONVOY), with the
+    core's band where the calibrated CPU per request makes the prediction."""
+    within_model(v["name"], v, CPU_STEP_BAND if decided_at_the_core(v) else BAND)
 
 
 def test_every_variant_ran_without_errors_on_its_runtime(smoke):
