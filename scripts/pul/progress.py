@@ -61,7 +61,15 @@ def clock(seconds: float) -> str:
 class Eta:
     """Time left of a run: a plan of phases (a server start, a step's warm-up, a step's
     measurement), each with the seconds it should take; the phase under way counts what is
-    left of its own estimate, or nothing once it overruns (a warm-up still settling)."""
+    left of its own estimate, or nothing once it overruns (a warm-up still settling). The
+    estimates of the phases to come are scaled by how the finished ones went against theirs
+    (warm-ups that settle slowly on a slow core: a lab 06 run planned at 2 m 33 s took 4 m 10 s)."""
+
+    # The scale waits for this many planned seconds finished, and stays within these bounds: never
+    # below 1, the plan counting each warm-up at its fewest rounds (a floor), nor a fast server
+    # start promising fast measurements.
+    LEARN_AFTER_SECONDS = 10.0
+    SCALE_BOUNDS = (1.0, 3.0)
 
     def __init__(self, phases: list[tuple[str, float]], now=None):
         import time as _time
@@ -73,14 +81,32 @@ class Eta:
         # Where the run's time went: seconds per phase begun, for the results (duration_s's parts).
         self._spent: dict[str, float] = {}
         self._open: tuple[str, float] | None = None
+        # Planned phases finished: their estimates and the seconds they took.
+        self._planned_done = 0.0
+        self._taken = 0.0
+        self._planned_open: tuple[float, float] | None = None
 
     def begin(self, key: str) -> None:
         """Start timing `key`; a key not in the plan (the build) is timed all the same."""
         self._close()
-        self._open = (key, self._now())
+        now = self._now()
+        if self._planned_open is not None:
+            estimate, since = self._planned_open
+            self._planned_done += estimate
+            self._taken += now - since
+            self._planned_open = None
+        self._open = (key, now)
         if key in self.index:
             self.current = self.index[key]
-            self.started = self._now()
+            self.started = now
+            self._planned_open = (self.phases[self.current][1], now)
+
+    def scale(self) -> float:
+        """How long the finished planned phases took against their estimates (1 until enough)."""
+        if self._planned_done < self.LEARN_AFTER_SECONDS:
+            return 1.0
+        low, high = self.SCALE_BOUNDS
+        return min(high, max(low, self._taken / self._planned_done))
 
     def _close(self) -> None:
         if self._open is not None:
@@ -96,8 +122,9 @@ class Eta:
     def seconds_left(self) -> float:
         if not self.phases:
             return 0.0
-        own = max(0.0, self.phases[self.current][1] - (self._now() - self.started))
-        return own + sum(seconds for _, seconds in self.phases[self.current + 1:])
+        scale = self.scale()
+        own = max(0.0, self.phases[self.current][1] * scale - (self._now() - self.started))
+        return own + scale * sum(seconds for _, seconds in self.phases[self.current + 1:])
 
     def left(self) -> str:
         """' [phase 4/12, about 1m20s left]', for a progress line."""

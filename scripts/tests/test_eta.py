@@ -59,3 +59,42 @@ def test_the_run_prints_where_its_time_went_by_kind_largest_first():
 def test_a_run_without_phase_seconds_prints_no_time_line():
     from pul.run import time_line
     assert time_line({"duration_s": 10}) is None
+
+
+def test_time_left_learns_from_the_phases_finished_how_long_the_rest_will_take():
+    """A slow core: the first warm-ups took twice their estimates, so the phases to come will
+    likely too (a lab 06 run planned at 2 m 33 s took 4 m 10 s, its estimate fixed throughout)."""
+    clock = Clock()
+    eta = Eta([("warm a", 4), ("warm b", 4), ("warm c", 4), ("measure a", 6), ("measure b", 6)], now=clock)
+    eta.begin("warm a")
+    clock.now += 8
+    eta.begin("warm b")
+    assert eta.seconds_left() == 4 + 4 + 6 + 6  # 4 planned seconds finished: too few to learn from
+    clock.now += 8
+    eta.begin("warm c")
+    clock.now += 8
+    eta.begin("measure a")  # 12 planned seconds took 24
+    assert eta.scale() == 2.0
+    assert eta.seconds_left() == 2 * (6 + 6)
+    clock.now += 3
+    assert eta.seconds_left() == 2 * 6 - 3 + 2 * 6
+    # An unplanned phase between two planned ones (a server's stop) ends the planned one: 18
+    # planned seconds took 27, the stop's 100 not among them.
+    eta.begin("stop 0")
+    clock.now += 100
+    eta.begin("measure b")
+    assert eta.scale() == 1.5 and eta.seconds_left() == 9
+
+
+def test_the_learnt_scale_stays_within_its_bounds():
+    clock = Clock()
+    eta = Eta([("warm a", 10), ("measure a", 10)], now=clock)
+    eta.begin("warm a")
+    clock.now += 100
+    eta.begin("measure a")
+    assert eta.scale() == Eta.SCALE_BOUNDS[1]
+    fast = Eta([("warm a", 10), ("measure a", 10)], now=clock)
+    fast.begin("warm a")
+    clock.now += 1
+    fast.begin("measure a")
+    assert fast.scale() == Eta.SCALE_BOUNDS[0] == 1.0  # the plan is a floor: never promise less
