@@ -226,6 +226,28 @@ def by_name(results: dict) -> dict[str, dict]:
     return {v["name"]: v for v in results["variants"]}
 
 
+def the_model_predicted(v: dict) -> bool:
+    """Whether a variant's recorded prediction is what pul.model works out from its recorded bounds
+    (model_prediction): to its recording's precision, a tenth of a request per second (a step of 1
+    in flight on a slow core: 43.05 recorded as 43.0) and the rounded CPU per request."""
+    predicted, worked_out = v["predicted_requests_per_sec"], model_prediction(v)
+    return abs(predicted - worked_out) <= max(0.05, 1e-3 * abs(worked_out))
+
+
+def with_the_runs_compiler(v: dict) -> float:
+    """Measured over the server-CPU bound with the JIT compiler's share the measured run had, not
+    its calibration's. The prediction, made before the run, leaves out the compiler's share of the
+    core in the calibration rounds (pul.model); where the compiler quietened down by the measured
+    run, requests had more of the core. A clean-clone run: c=2 calibrated with the compiler on 22%
+    of the core, measured with it on 6%, at 1.26 of the bound: (1 - 0.06) / (1 - 0.22) = 1.21 of it
+    was the compiler's share returned to the requests."""
+    ratio = v["measured_over_predicted"]
+    calibrated = (v.get("calibration") or {}).get("jit_share")
+    if v["bound_by"] != model.SERVER_CPU or calibrated is None or v.get("jit_share") is None:
+        return ratio
+    return ratio * (1 - calibrated) / (1 - v["jit_share"])
+
+
 def model_prediction(v: dict) -> float:
     """What pul.model predicts from a variant's recorded bounds, worked out again here: the
     smallest bound, or, where the variant's requests all wait in service (its loop recorded under

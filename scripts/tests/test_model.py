@@ -214,3 +214,28 @@ def test_the_tests_hold_requests_in_flight_in_a_convoy_to_the_cores_band():
         return {"bound_by": p.bound_by, "extra": p.facts}
     assert core.bound_by == model.SERVER_CPU
     assert [decided_at_the_core(record(p)) for p in (in_flight, threads, core)] == [True, False, True]
+
+
+def test_the_tests_accept_a_prediction_to_its_recorded_precision_and_no_further():
+    """A census run's fixed-c=1 (1 in flight, 20 ms of waiting, 3.23 ms of CPU per request): the
+    model's 43.05 req/s is recorded as 43.0, off by more than a thousandth."""
+    from pul.testing import model_prediction, the_model_predicted
+    loop = {"in_service": 1, "wait_ms": 20, "at": model.SERVER_CPU, "cpu_ms": 3.229, "cores": 1}
+    record = {"bounds": {model.IN_FLIGHT: 50.0, model.SERVER_CPU: 309.7}, "extra": {model.QUEUEING: loop}}
+    assert model_prediction(record) == pytest.approx(43.05, abs=0.01)
+    assert the_model_predicted({**record, "predicted_requests_per_sec": 43.0})
+    assert not the_model_predicted({**record, "predicted_requests_per_sec": 43.2})
+    big = {"bounds": {model.IN_FLIGHT: 5000.0}, "extra": {}}
+    assert the_model_predicted({**big, "predicted_requests_per_sec": 5004.0})
+    assert not the_model_predicted({**big, "predicted_requests_per_sec": 5006.0})
+
+
+def test_a_core_bound_step_is_judged_with_the_compiler_share_its_run_had():
+    """pul.testing.with_the_runs_compiler: a census run's lab 05 c=2, 0.737 of its bound with the
+    compiler on 16% of the core against 2% in its calibration, is 0.86 of what the core had left."""
+    from pul.testing import with_the_runs_compiler
+    v = {"bound_by": model.SERVER_CPU, "measured_over_predicted": 0.737, "jit_share": 0.16,
+         "calibration": {"jit_share": 0.015}}
+    assert with_the_runs_compiler(v) == pytest.approx(0.737 * 0.985 / 0.84)
+    assert with_the_runs_compiler({**v, "bound_by": model.THREADS}) == 0.737
+    assert with_the_runs_compiler({**v, "calibration": {}}) == 0.737

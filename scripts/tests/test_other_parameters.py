@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from pul import report
-from pul.testing import decided_at_the_core, run_lab, within
+from pul.testing import decided_at_the_core, run_lab, with_the_runs_compiler, within
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,10 @@ def test_every_variant_lands_on_the_bound_the_model_names(case):
         # smooth upper end: a run at 60 ms of work put java-offloaded at 1.38 of its convoy floor
         # and 0.97 of the smooth prediction.
         low, high = report.model_band(v, CPU_STEP_BAND if decided_at_the_core(v) else report.BAND)
-        within(f"{name}: {v['name']} measured/predicted", v["measured_over_predicted"], low, high,
+        # With the compiler's share of the core the run had, not its calibration's: a census run's
+        # lab 05 c=2 measured 0.74 of its bound with the compiler on 16% of the core, against 2%
+        # calibrated (0.86 with it).
+        within(f"{name}: {v['name']} measured/predicted", with_the_runs_compiler(v), low, high,
                context=(v["bound_by"], v["bounds"], v.get("warmup", {}).get("settled"), v.get("calibration")))
         checked += 1
     assert checked >= 3, f"{name}: only {checked} variants with a prediction"

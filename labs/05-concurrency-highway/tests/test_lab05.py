@@ -15,7 +15,9 @@ import pytest
 
 from pul import timeline
 
-from pul.testing import SMOKE_RESULTS_VARIABLE, band_miss, model_prediction, run_lab, this_lab, within, within_model
+from pul.testing import (
+    SMOKE_RESULTS_VARIABLE, band_miss, model_prediction, run_lab, the_model_predicted, this_lab,
+    with_the_runs_compiler, within, within_model)
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -236,27 +238,13 @@ ECHO_STEP_BAND = (0.6, 1.5)
 ECHO_CORE_BUSY = 0.85
 
 
-def with_the_runs_compiler(v: dict) -> float:
-    """Measured over the server-CPU bound with the JIT compiler's share the measured run had, not
-    its calibration's. The prediction, made before the run, leaves out the compiler's share of the
-    core in the calibration rounds (pul.model); where the compiler quietened down by the measured
-    run, requests had more of the core. A clean-clone run: c=2 calibrated with the compiler on 22%
-    of the core, measured with it on 6%, at 1.26 of the bound: (1 - 0.06) / (1 - 0.22) = 1.21 of it
-    was the compiler's share returned to the requests."""
-    ratio = v["measured_over_predicted"]
-    calibrated = (v.get("calibration") or {}).get("jit_share")
-    if v["bound_by"] != "server CPU" or calibrated is None or v.get("jit_share") is None:
-        return ratio
-    return ratio * (1 - calibrated) / (1 - v["jit_share"])
-
-
 def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
     closed = [v for v in smoke["variants"] if v["extra"].get("sweep") in ("echo", "fixed")]
     echo_ratios = []
     misses = []  # every step off its band, so one failure names them all
     for v in closed:
         assert v["bound_by"], v["name"]
-        assert v["predicted_requests_per_sec"] == pytest.approx(model_prediction(v), rel=1e-3), v["name"]
+        assert the_model_predicted(v), (v["name"], v["predicted_requests_per_sec"], model_prediction(v))
         seen = (v["name"], v["bound_by"], v["measured_over_predicted"], v.get("jit_share"))
         if v["name"] == "c=1" or (v.get("jit_share") or 0) > JIT_BUSY:
             # One request in flight: the core is busy waking threads more than serving, and the
