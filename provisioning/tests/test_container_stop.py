@@ -71,8 +71,10 @@ def test_a_stopped_container_test_leaves_no_container(stop, tmp_path):
         while init is None and test.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)
             text = log.read_text()
-            work = work or (WORK.search(text) and WORK.search(text).group(1))
-            init = BOOTED.search(text) and int(BOOTED.search(text).group(1))
+            if work is None and (unpacked := WORK.search(text)):
+                work = unpacked.group(1)
+            if booted := BOOTED.search(text):
+                init = int(booted.group(1))
         assert init, log.read_text()[-2000:]
         namespace = os.readlink(f"/proc/{init}/ns/pid")
         assert namespace != os.readlink("/proc/self/ns/pid"), "the container's init shares this PID namespace"

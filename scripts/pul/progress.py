@@ -81,25 +81,24 @@ class Eta:
         # Where the run's time went: seconds per phase begun, for the results (duration_s's parts).
         self._spent: dict[str, float] = {}
         self._open: tuple[str, float] | None = None
-        # Planned phases finished: their estimates and the seconds they took.
+        # Planned phases finished: their estimates and the seconds they took; and whether the phase
+        # under way is `current`, begun at `started` (not an unplanned one since).
         self._planned_done = 0.0
         self._taken = 0.0
-        self._planned_open: tuple[float, float] | None = None
+        self._in_plan = False
 
     def begin(self, key: str) -> None:
         """Start timing `key`; a key not in the plan (the build) is timed all the same."""
         self._close()
         now = self._now()
-        if self._planned_open is not None:
-            estimate, since = self._planned_open
-            self._planned_done += estimate
-            self._taken += now - since
-            self._planned_open = None
+        if self._in_plan:
+            self._planned_done += self.phases[self.current][1]
+            self._taken += now - self.started
         self._open = (key, now)
-        if key in self.index:
+        self._in_plan = key in self.index
+        if self._in_plan:
             self.current = self.index[key]
             self.started = now
-            self._planned_open = (self.phases[self.current][1], now)
 
     def scale(self) -> float:
         """How long the finished planned phases took against their estimates (1 until enough)."""

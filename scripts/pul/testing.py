@@ -234,6 +234,11 @@ def the_model_predicted(v: dict) -> bool:
     return abs(predicted - worked_out) <= max(0.05, 1e-3 * abs(worked_out))
 
 
+def check_the_model_predicted(v: dict) -> None:
+    """Assert the_model_predicted, naming the variant and both predictions if not."""
+    assert the_model_predicted(v), (v["name"], v["predicted_requests_per_sec"], model_prediction(v))
+
+
 def with_the_runs_compiler(v: dict) -> float:
     """Measured over the server-CPU bound with the JIT compiler's share the measured run had, not
     its calibration's. The prediction, made before the run, leaves out the compiler's share of the

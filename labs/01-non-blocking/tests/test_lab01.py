@@ -17,7 +17,7 @@ import pytest
 from pul import playline, timeline
 from pul.procs import processes_with_run_id
 from pul.testing import (
-    SMOKE_RESULTS_VARIABLE, by_name, Driver, model_prediction, run_lab, the_model_predicted, within,
+    SMOKE_RESULTS_VARIABLE, by_name, check_the_model_predicted, Driver, run_lab, within,
     within_model)
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
@@ -59,7 +59,7 @@ def check_offloaded_reaches_the_bound_the_model_names(run: dict, language: str) 
     assert v["bound_by"] in ("requests in flight", "server CPU"), v["bounds"]
     # All 50 in service: the prediction counts their queueing for the core.
     assert v["extra"]["queueing"]["in_service"] == 50, v["extra"]
-    assert the_model_predicted(v), (v["name"], v["predicted_requests_per_sec"], model_prediction(v))
+    check_the_model_predicted(v)
     within_model(f"{language}-offloaded", v)
 
 
@@ -214,7 +214,7 @@ def test_each_variant_reaches_the_bound_it_has_on_play_2_9(play3):
     check_blocking_is_bound_by_the_default_dispatcher(play3, "java")
     check_offloaded_reaches_the_bound_the_model_names(play3, "java")
     v = by_name(play3)["java-blocking"]
-    assert the_model_predicted(v), (v["name"], v["predicted_requests_per_sec"], model_prediction(v))
+    check_the_model_predicted(v)
 
 
 def test_the_build_translates_as_the_book_shows(play3):

@@ -12,9 +12,7 @@ import pytest
 
 from pul import timeline
 
-from pul.testing import (
-    MODEL_BAND, by_name, model_prediction, run_lab, the_model_predicted, this_lab, within,
-    within_model)
+from pul.testing import MODEL_BAND, by_name, check_the_model_predicted, run_lab, this_lab, within, within_model
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -94,7 +92,7 @@ def test_variants_that_free_plays_pool_reach_the_bound_the_model_names(smoke, na
     # pool, either would land far lower, and the model would name threads.
     assert min(v["bounds"], key=v["bounds"].get) in ("requests in flight", "server CPU"), v["bounds"]
     assert v["extra"]["queueing"]["in_service"] == v["concurrency"], v["extra"]
-    assert the_model_predicted(v), (v["name"], v["predicted_requests_per_sec"], model_prediction(v))
+    check_the_model_predicted(v)
     # Fifty identical sleeps convoy at the server's core (pul.model.CONVOY): a range, from the
     # perfect convoy, every request back at once, up to the smooth mean-value prediction. On the
     # machines the bands were first sized on, custom-ec ran at 0.88-0.92 of the smooth end; on a

@@ -16,7 +16,7 @@ import pytest
 from pul import timeline
 
 from pul.testing import (
-    SMOKE_RESULTS_VARIABLE, band_miss, model_prediction, run_lab, the_model_predicted, this_lab,
+    SMOKE_RESULTS_VARIABLE, band_miss, check_the_model_predicted, run_lab, this_lab,
     with_the_runs_compiler, within, within_model)
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
@@ -244,7 +244,7 @@ def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
     misses = []  # every step off its band, so one failure names them all
     for v in closed:
         assert v["bound_by"], v["name"]
-        assert the_model_predicted(v), (v["name"], v["predicted_requests_per_sec"], model_prediction(v))
+        check_the_model_predicted(v)
         seen = (v["name"], v["bound_by"], v["measured_over_predicted"], v.get("jit_share"))
         if v["name"] == "c=1" or (v.get("jit_share") or 0) > JIT_BUSY:
             # One request in flight: the core is busy waking threads more than serving, and the

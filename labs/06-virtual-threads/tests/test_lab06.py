@@ -9,9 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pul import timeline
-from pul.testing import (
-    by_name, decided_at_the_core, model_prediction, run_lab, the_model_predicted, this_lab, within,
-    within_model)
+from pul.testing import by_name, check_the_model_predicted, decided_at_the_core, run_lab, this_lab, within, within_model
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -70,7 +68,7 @@ def test_blocking_off_the_dispatcher_reaches_the_bound_the_model_names(smoke, na
         pytest.skip(f"{name} is not in this run (the smoke run leaves it out)")
     # 50 in flight, each in service: their queueing for the core is in the prediction.
     assert v["extra"]["queueing"]["in_service"] == v["concurrency"], v["extra"]
-    assert the_model_predicted(v), (v["name"], v["predicted_requests_per_sec"], model_prediction(v))
+    check_the_model_predicted(v)
     in_band(v)
 
 
