@@ -39,7 +39,10 @@ from typing import Iterator
 from . import playline
 from .errors import LabError, UsageError
 from .lab import REPO, Lab, resolve
-from .run import RunOptions, run
+from .procs import Children
+from .progress import Progress
+from .run import RunOptions, bench_lock, run
+from .server import build
 from .watchdog import clean_leftovers
 
 EXERCISES_FILE = "exercises.toml"
@@ -372,12 +375,22 @@ def scratch_copy(lab: Lab) -> Iterator[Path]:
     """
     root = Path(tempfile.mkdtemp(prefix=f"pul-check-{lab.number}-"))
     try:
-        (root / "scripts").symlink_to(REPO / "scripts")
-        copy_dir = root / "labs" / lab.dir.name
-        shutil.copytree(lab.dir, copy_dir, symlinks=True, ignore=_not_copied(lab.dir))
-        yield copy_dir
+        yield copy_into(lab, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def copy_into(lab: Lab, root: Path) -> Path:
+    """The lab copied to `root/labs/NN-name`, next to `root/scripts` (a link to the repository's),
+    as scratch_copy makes it; a copy already there is replaced."""
+    (root / "labs").mkdir(parents=True, exist_ok=True)
+    scripts = root / "scripts"
+    if not scripts.is_symlink():
+        scripts.symlink_to(REPO / "scripts")
+    copy_dir = root / "labs" / lab.dir.name
+    shutil.rmtree(copy_dir, ignore_errors=True)
+    shutil.copytree(lab.dir, copy_dir, symlinks=True, ignore=_not_copied(lab.dir))
+    return copy_dir
 
 
 def _not_copied(lab_dir: Path):
@@ -443,15 +456,23 @@ def cmd_check(argv: list[str]) -> int:
     # Tests: a starting state misses its targets by far, so one round shows it (see
     # test_exercise_checks.py); a solution needs the exercise's own warm-up.
     parser.add_argument("--warmup-rounds", type=int, help=argparse.SUPPRESS)
+    # Tests: with --solution, copy the lab into DIR, apply the solutions and build them, measuring
+    # nothing; a later `--lab-dir DIR/labs/NN-name` checks that copy without building it. The
+    # workshop part's solutions are built so while nothing measures (scripts/test's labs part).
+    parser.add_argument("--prepare", type=Path, metavar="DIR", help=argparse.SUPPRESS)
     options = parser.parse_args(argv[1:])
     if options.warmup_rounds is not None and options.warmup_rounds < 1:
         raise UsageError(f"--warmup-rounds must be at least 1, not {options.warmup_rounds}")
+    if options.prepare is not None and (not options.solution or options.lab_dir is not None or options.list):
+        raise UsageError("--prepare DIR goes with --solution, and without --lab-dir or --list")
     clean_leftovers()
     lab = resolve(options.lab)
     exercises = select(lab, options.exercise)
     if options.list:
         print_list(lab, exercises)
         return 0
+    if options.prepare is not None:
+        return prepare(lab, exercises, options.prepare.resolve(), options.quiet)
     with contextlib.ExitStack() as stack:
         if options.lab_dir is not None:
             lab_dir = options.lab_dir.resolve()
@@ -485,6 +506,29 @@ def cmd_check(argv: list[str]) -> int:
     if passed != len(outcomes):
         raise ExerciseFailed("not every exercise passed (see the hints above). "
                              f"`scripts/lab check {lab.number} --list` says what each one asks.")
+    return 0
+
+
+def prepare(lab: Lab, exercises: list[Exercise], root: Path, quiet: bool) -> int:
+    """`check --solution --prepare DIR`: the lab copied into DIR with the exercises' solutions
+    applied, and built; what a later check of that copy would build, done now."""
+    for exercise in exercises:
+        if not exercise.solution.exists():
+            raise ExerciseSpecError(f"exercise {exercise.id} has no solution file {exercise.solution}")
+    copy_dir = copy_into(lab, root)
+    for exercise in exercises:
+        apply_patch(exercise.solution, copy_dir)
+    progress = Progress(quiet=quiet)
+    children = Children()
+    try:
+        # A build takes the machine's cores: not while someone measures.
+        with bench_lock(progress):
+            build(copy_dir, children, progress)
+    finally:
+        children.stop_all()
+    progress.clear()
+    print(f"{copy_dir}: {lab.dir.name} with the solutions of {', '.join(e.id for e in exercises)}, "
+          f"built on {playline.LINES[playline.current()]}")
     return 0
 
 

@@ -3,11 +3,14 @@
 In a scratch copy of each lab (its target/ comes along, so sbt only rebuilds what a
 solution changes): the starting state must FAIL every exercise with a hint and the
 measured numbers; with every solution patch applied, every exercise must PASS.
-Run by `scripts/test workshop`; marked slow so the `scripts` part skips it.
+Run by `scripts/test workshop`; marked slow so the `scripts` part skips it. When the same
+`scripts/test` ran the labs part first, the solutions were already applied and built there, in
+PUL_PREPARED_SOLUTIONS (`scripts/lab check NN --solution --prepare DIR`), while nothing measured.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -24,6 +27,14 @@ LABS_WITH_EXERCISES = [number for number, lab_dir, driver in lab.all_labs()
                        if driver is not None and (lab_dir / exercises.EXERCISES_FILE).exists()]
 
 pytestmark = pytest.mark.slow
+PREPARED_VARIABLE = "PUL_PREPARED_SOLUTIONS"
+
+
+def prepared_copy(lab_dir_name: str) -> Path | None:
+    """The copy with every solution applied and built by an earlier part of this scripts/test, if any."""
+    root = os.environ.get(PREPARED_VARIABLE)
+    copy_dir = Path(root) / "labs" / lab_dir_name if root else None
+    return copy_dir if copy_dir is not None and server.staged_script(copy_dir) else None
 
 
 def check(number: str, lab_dir: Path, *options: str) -> subprocess.CompletedProcess:
@@ -75,9 +86,14 @@ def test_start_fails_with_hints_and_the_solutions_pass(number):
             within(f"{number}/{exercise_id} starting state's largest miss factor", max(factors, default=0), 1.5,
                    context=f"the starting state misses by only {factors}: a warmer server might pass it")
 
-        for exercise in declared:
-            exercises.apply_patch(exercise.solution, copy_dir)
-        solved = check(number, copy_dir)
+        solved_dir = prepared_copy(driver.dir.name)
+        if solved_dir is None:
+            for exercise in declared:
+                exercises.apply_patch(exercise.solution, copy_dir)
+            solved_dir = copy_dir
+        else:
+            print(f"the solutions: applied and built by the labs part, in {solved_dir}")
+        solved = check(number, solved_dir)
         assert solved.returncode == 0, solved.stdout[-3000:]
         assert f"{len(declared)} of {len(declared)} exercise(s) passed" in solved.stdout
     # The copy's build left the lab's own build alone (`scripts/lab run` would rebuild it).
