@@ -45,7 +45,11 @@ def test_a_server_that_accepts_nothing_fills_its_queue_and_overflows():
             client.setblocking(False)
             client.connect_ex(("127.0.0.1", port))
             clients.append(client)
-        time.sleep(0.6)
+        # Until the meter has sampled a few times: a sample is an `ss` run, and on a busy machine
+        # (the suite's builds beside it) a fixed 0.6 s held only two.
+        deadline = time.monotonic() + 10
+        while len(meter.samples) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         found = meter.finish()
         for client in clients:
@@ -53,5 +57,5 @@ def test_a_server_that_accepts_nothing_fills_its_queue_and_overflows():
         server.close()
     assert found["accept_queue_limit"] == 2
     assert found["accept_queue_max"] == 3
-    assert found["samples"] >= 3 and found["full_share"] > 0.5
+    assert found["samples"] >= 5 and found["full_share"] > 0.5
     assert found["listen_overflows"] >= 1

@@ -12,7 +12,20 @@ import pytest
 from pul import probe
 
 INTERVAL = 0.02  # seconds between probes: fast, so that a test lasts well under a second
-STALL = 0.3      # seconds the server holds every request that arrives during a stall
+# Probes that must reach the server while it stalls: an open loop keeps sending, a closed loop
+# sends one and waits.
+IN_STALL = 15
+# Every wait below is for a condition, never a fixed sleep: on a busy machine (the suite's builds
+# beside it) the poller's threads can be late by a few hundred ms, which fixed windows of 0.1-0.3 s
+# did not allow.
+PATIENCE = 10
+
+
+def wait_until(condition, what: str) -> None:
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {PATIENCE} s: {what}"
+        time.sleep(0.005)
 
 
 class StallingServer(http.server.ThreadingHTTPServer):
@@ -24,21 +37,28 @@ class StallingServer(http.server.ThreadingHTTPServer):
     def __init__(self):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.arrivals: list[float] = []   # time.monotonic() of each request, as the server saw it
-        self.stall_until = 0.0
+        self.answering = threading.Event()
+        self.answering.set()
         self.url = f"http://127.0.0.1:{self.server_address[1]}/status"
 
-    def stall(self, seconds: float) -> tuple[float, float]:
-        start = time.monotonic()
-        self.stall_until = start + seconds
-        return start, self.stall_until
+    def stall(self) -> float:
+        """Hold every request from now until release(); when the stall began."""
+        self.answering.clear()
+        return time.monotonic()
+
+    def release(self) -> float:
+        released = time.monotonic()
+        self.answering.set()
+        return released
+
+    def arrived_since(self, moment: float) -> int:
+        return sum(1 for t in list(self.arrivals) if t >= moment)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        now = time.monotonic()
-        self.server.arrivals.append(now)
-        if self.server.stall_until > now:
-            time.sleep(self.server.stall_until - now)
+        self.server.arrivals.append(time.monotonic())
+        self.server.answering.wait(PATIENCE)
         self.send_response(200)
         self.send_header("Content-Length", "2")
         self.end_headers()
@@ -54,46 +74,53 @@ def server():
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
+    server.release()
     server.shutdown()
     server.server_close()
 
 
 def run_with_a_stall(server: StallingServer):
-    """0.1 s of quick answers, a 0.3 s stall, 0.2 s of quick answers: the poller, its record, how
-    long it ran, and the stall's start and end."""
-    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=5)
+    """Quick answers, a stall that lasts until IN_STALL probes have reached the server, quick answers
+    again until a probe due after the stall has left: the poller, its record, when it started (at
+    the latest), when it finished, and the stall's start and end."""
+    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=PATIENCE)
     started = time.monotonic()
     poller.start()
-    time.sleep(0.1)
-    window = server.stall(STALL)
-    time.sleep(STALL + 0.2)
-    elapsed = time.monotonic() - started
-    return poller, poller.finish(), elapsed, window
+    wait_until(lambda: len(poller.latencies_ms) >= 3, "three quick answers")
+    stalled = server.stall()
+    wait_until(lambda: server.arrived_since(stalled) >= IN_STALL,
+               f"{IN_STALL} probes reaching the stalled server (a closed loop sends one, then waits)")
+    released = server.release()
+    # Probe i is due at (the poller's start) + i x INTERVAL, and the poller started after `started`.
+    wait_until(lambda: poller.scheduled >= (released - started) / INTERVAL + 2, "a probe due after the stall")
+    record = poller.finish()
+    return poller, record, (started, time.monotonic()), (stalled, released)
 
 
 def test_probes_leave_on_schedule_while_the_server_stalls(server):
-    _, record, elapsed, (stall_start, stall_end) = run_with_a_stall(server)
-    # A closed loop sends one probe into the stall and waits for it; the open loop keeps sending.
-    during = [t for t in server.arrivals if stall_start <= t < stall_end]
-    assert len(during) >= 0.6 * STALL / INTERVAL, f"{len(during)} probes reached the server during the stall"
-    due = elapsed / INTERVAL + 1  # probe 0 is due at once
-    assert due - 3 <= record["scheduled"] <= due + 1, record
+    _, record, (started, finished), (stalled, released) = run_with_a_stall(server)
+    assert server.arrived_since(stalled) - server.arrived_since(released) >= IN_STALL
+    # Scheduled by the clock, never ahead of it (probe 0 is due at once).
+    assert record["scheduled"] <= (finished - started) / INTERVAL + 1, record
     assert record["requests"] + record["failed"] == record["scheduled"], record
     assert record["failed"] == 0, record
 
 
 def test_latency_counts_from_when_the_probe_was_due(server):
-    poller, record, _, _ = run_with_a_stall(server)
-    # The first probe due in the stall was due at most one interval after it began, the next one
-    # interval later, and so on; each waited at least for the rest of the stall. So the k-th longest
-    # latency (from 0) is at least the stall minus k + 1 intervals.
+    poller, record, _, (stalled, released) = run_with_a_stall(server)
+    # A probe due in the stall was answered after its end, even if the poller sent it late (a late
+    # send counts from when it was due), and every such probe was sent before finish(). The first
+    # probe due in the stall was due at most one interval after it began, the next one interval
+    # later, and so on; so the k-th longest latency (from 0) is at least the stall minus k + 1
+    # intervals.
+    stall = released - stalled
     longest = sorted(poller.latencies_ms, reverse=True)
-    due_in_stall = int(STALL / INTERVAL) - 1
+    due_in_stall = int(stall / INTERVAL) - 1
     assert len(longest) >= due_in_stall
     for k in range(due_in_stall):
-        floor_ms = (STALL - (k + 1) * INTERVAL) * 1000
+        floor_ms = (stall - (k + 1) * INTERVAL) * 1000
         assert longest[k] >= floor_ms, f"latency {k}: {longest[k]:.1f} ms < {floor_ms:.0f} ms ({longest[:due_in_stall]})"
-    assert record["max_ms"] >= (STALL - INTERVAL) * 1000
+    assert record["max_ms"] >= (stall - INTERVAL) * 1000
 
 
 def test_a_late_send_is_charged_to_the_probe(server, monkeypatch):
@@ -101,7 +128,7 @@ def test_a_late_send_is_charged_to_the_probe(server, monkeypatch):
     driver's process is starved of CPU); the probes due meanwhile leave late and say so."""
     lag = 0.1
     real_thread = threading.Thread
-    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=5)
+    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=PATIENCE)
     starts = []
 
     class SlowToStart(real_thread):
@@ -114,7 +141,7 @@ def test_a_late_send_is_charged_to_the_probe(server, monkeypatch):
 
     monkeypatch.setattr(threading, "Thread", SlowToStart)
     poller.start()
-    time.sleep(0.3)
+    wait_until(lambda: len(poller.latencies_ms) >= 6, "the probes after the late one answered")
     record = poller.finish()
     monkeypatch.undo()
     # Probe 1 left `lag` late, and the probes due during that time left together right after it.
@@ -124,9 +151,9 @@ def test_a_late_send_is_charged_to_the_probe(server, monkeypatch):
 
 
 def test_the_p99_needs_a_hundred_answers(server):
-    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=5)
+    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=PATIENCE)
     poller.start()
-    time.sleep(0.5)
+    wait_until(lambda: len(poller.latencies_ms) >= 10, "ten answers")
     record = poller.finish()
     assert 10 <= record["requests"] < 100, record
     assert record["p99_ms"] is None, record
@@ -143,11 +170,19 @@ def test_summarize_gives_a_p99_from_a_hundred_samples():
 
 
 def test_probes_beyond_the_bound_are_not_sent_and_count_as_failed(server):
-    server.stall(STALL)
-    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=5, max_outstanding=3)
+    server.stall()
+    poller = probe.StatusPoller(server.url, interval=INTERVAL, timeout=PATIENCE, max_outstanding=3)
     poller.start()
-    time.sleep(STALL - 0.1)
-    record = poller.finish()  # the three waiting probes are answered when the stall ends
+    wait_until(lambda: poller.not_sent >= 2, "probes due beyond the three outstanding")
+    # finish() stops the schedule first and then waits for the three held probes: the stall ends
+    # only once the poller has stopped, so no fourth probe can reach the server.
+    finished = []
+    finishing = threading.Thread(target=lambda: finished.append(poller.finish()))
+    finishing.start()
+    wait_until(lambda: not poller.is_alive(), "the poller stopping")
+    server.release()
+    finishing.join(PATIENCE)
+    record = finished[0]
     assert len(server.arrivals) == 3
     assert record["requests"] == 3, record
     assert record["not_sent"] == record["failed"] == record["scheduled"] - 3 > 0, record

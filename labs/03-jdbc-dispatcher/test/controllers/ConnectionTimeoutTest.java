@@ -28,8 +28,12 @@ public class ConnectionTimeoutTest {
     // schema through the pool, and on a busy machine a first connection took longer than 250 ms
     // (a clean-clone CI run, with the container test beside it).
     LabDatabase.server(1000, 1, 4, 30_000).stop();
-    // One connection, held 1 s per query; four threads; give up after 250 ms.
-    server = LabDatabase.server(1000, 1, 4, 250, Map.of("play.evolutions.db.default.enabled", false));
+    // One connection, held 1 s per query (no jitter: with the lab's +/-50%, as little as 0.5 s);
+    // four threads; give up after 250 ms. A request that arrives in the query's first 750 ms
+    // cannot have the connection.
+    server =
+        LabDatabase.server(
+            1000, 1, 4, 250, Map.of("play.evolutions.db.default.enabled", false, "lab.query-jitter", 0));
     // Until the pool holds its one connection (/pools queries PostgreSQL through it).
     long deadline = System.nanoTime() + 30_000_000_000L;
     while (LabDatabase.get(server, "/pools").statusCode() != 200 && System.nanoTime() < deadline) {
