@@ -206,7 +206,9 @@ def _source_line(name: str, data: dict) -> str:
     return (f"- `{name}`: {len(data['repetitions'])} repetitions of `scripts/test {' '.join(data.get('parts', []))}`, "
             f"started {data.get('started_at', '?')} on {m.get('cpu_model', '?')} ({m.get('cores', '?')} cores, "
             f"{m.get('memory_gib', '?')} GiB, {m.get('os', '?')}), load average {m.get('load_average_at_start', '?')} "
-            f"at start; commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}")
+            f"at start; commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}"
+            # A run made otherwise than by --repeat (a fresh machine's README commands) says how.
+            + (f"; {data['how']}" if data.get("how") else ""))
 
 
 def _parts_by_census(sources: list[tuple[str, dict]]) -> list[str]:

@@ -194,3 +194,15 @@ def test_every_repetition_tests_the_commit_the_census_started_on(stand_in, tmp_p
     assert [r["commit"] for r in data["repetitions"]] == [data["commit"]] * 2
     head = subprocess.run(["git", "-C", str(stand_in), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     assert head.strip() != data["commit"]  # the commits were made, and left out
+
+
+def test_a_run_made_otherwise_says_how_in_the_summary(stand_in, tmp_path):
+    """A repetition recorded by hand (the README's commands on a fresh machine, without the census's
+    band file) carries `how`, and the summary's line for it says so."""
+    census.repeat(stand_in, 1, ["fake"], tmp_path / "census")
+    path = tmp_path / "census" / "census.json"
+    data = json.loads(path.read_text())
+    assert "bands not recorded" not in census.merged_summary([tmp_path / "census"])
+    data["how"] = "the README's commands on a fresh machine; bands not recorded"
+    path.write_text(json.dumps(data))
+    assert "; the README's commands on a fresh machine; bands not recorded" in census.merged_summary([tmp_path / "census"])
