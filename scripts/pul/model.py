@@ -71,6 +71,28 @@ def compiler_share(calibration: dict) -> float:
     return min(max(calibration.get("jit_share") or 0.0, 0.0), MAX_COMPILER_SHARE * cores)
 
 
+# A run that served each request with this much more or less CPU than its calibration found (the
+# compiler's share left out of both) ran on another core than the one calibrated: the host can
+# slow a core with no trace in the guest but the steadiness probe's, which runs only before and
+# after the whole run. On one core a step moves by up to 15% between the two (labs/05's
+# CALIBRATION_REQUESTS); a lab 05 step off by 35% (c=64 at 1.52 of its bound, the probe at 84% of
+# its fastest) had the host's slowing in its calibration. The driver measures such a step again.
+REMEASURE_DRIFT = 0.25
+
+
+def serving_drift(v: dict) -> float | None:
+    """How much more (+) or less (-) CPU the run spent serving a request than its calibration, the
+    JIT compiler's part left out of both, as a share of the calibration's; None where the server's
+    CPU is not what the step is predicted by, or a reading is missing."""
+    calibration = v.get("calibration") or {}
+    calibrated, during, rate = (calibration.get("server_cpu_ms"), v.get("server_cpu_ms_per_request"),
+                                v.get("requests_per_sec"))
+    if v.get("bound_by") != SERVER_CPU or not calibrated or not during or not rate:
+        return None
+    serving = during - (v.get("jit_share") or 0.0) * 1000 / rate
+    return serving / calibrated - 1
+
+
 def cpu_bound(cores: float, cpu_ms: float) -> float:
     """Requests/s a resource of `cores` cores serves at `cpu_ms` of CPU per request."""
     return cores / (cpu_ms / 1000.0)

@@ -251,7 +251,18 @@ def band_reasons(v: dict) -> str:
             + (f", {compiler:.0%} of it the JIT compiler's"
                if compiler and compiler >= model.SHOWN_COMPILER_SHARE else "")
             + _unsettled(v)
-            + _calibration_outlier(v) + _serving_drift(v) + _shared_core_drift(v))
+            + _calibration_outlier(v) + _serving_drift(v) + _shared_core_drift(v) + _remeasured(v))
+
+
+def _remeasured(v: dict) -> str:
+    """Where the driver measured the step again (pul.run: its first run's CPU per request was far
+    from its calibration's), what the first measurement was."""
+    first = (v.get("extra") or {}).get("remeasured")
+    if not first:
+        return ""
+    return (f"; measured a second time, its first run having served at {first['serving_drift']:+.0%} of the CPU "
+            f"per request calibrated before it ({_number(first['requests_per_sec'])} req/s, "
+            f"{first['measured_over_predicted']:.2f} of its bound then)")
 
 
 # How far a run's CPU per request may move from its calibration before the note names it.
@@ -277,17 +288,16 @@ def _serving_drift(v: dict) -> str:
     """Where a server-CPU-bound run served each request with more or less CPU than its calibration
     found (the compiler's CPU left out of both), or its compiler took more or less of the core:
     the measurements that moved it off the bound."""
-    calibration = v.get("calibration") or {}
-    calibrated, during, rate = (calibration.get("server_cpu_ms"), v.get("server_cpu_ms_per_request"),
-                                v.get("requests_per_sec"))
-    if v.get("bound_by") != model.SERVER_CPU or not calibrated or not during or not rate:
+    drift = model.serving_drift(v)
+    if drift is None:
         return ""
+    calibration = v["calibration"]
+    calibrated = calibration["server_cpu_ms"]
     compiler_run = v.get("jit_share") or 0.0
-    serving = during - compiler_run * 1000 / rate
     text = ""
-    if abs(serving / calibrated - 1) > DRIFT_NAMED:
-        text += (f"; serving a request took {serving:.3g} ms of CPU during the run against {calibrated:.3g} ms "
-                 f"calibrated before it ({serving / calibrated - 1:+.0%})")
+    if abs(drift) > DRIFT_NAMED:
+        text += (f"; serving a request took {calibrated * (1 + drift):.3g} ms of CPU during the run against "
+                 f"{calibrated:.3g} ms calibrated before it ({drift:+.0%})")
     compiler_before = calibration.get("jit_share")
     if compiler_before is not None and abs(compiler_run - compiler_before) >= DRIFT_NAMED:
         text += (f"; the JIT compiler took {compiler_run:.0%} of the core during the run against "

@@ -58,3 +58,11 @@ def test_a_database_bound_run_whose_core_spent_more_per_request_says_how_much():
     assert "the database CPU was 86% busy" in note
     assert "its core spent 5.76 ms per request during the run against 5.27 ms in the round before it (+9%)" in note
     assert "its core spent" not in band_note({**v, "load_cores_busy": 0.85})  # 5.38 ms: within 5%
+
+
+def test_a_step_measured_again_says_what_its_first_run_was():
+    first = {"serving_drift": -0.353, "requests_per_sec": 4477.6, "measured_over_predicted": 1.522}
+    v = {**_variant(1.16), "extra": {"runs": [], "remeasured": first}}
+    assert ("measured a second time, its first run having served at -35% of the CPU per request calibrated "
+            "before it (4,478 req/s, 1.52 of its bound then)") in band_note(v)
+    assert "measured a second time" not in band_note(_variant(1.16))

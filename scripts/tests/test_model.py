@@ -239,3 +239,31 @@ def test_a_core_bound_step_is_judged_with_the_compiler_share_its_run_had():
     assert with_the_runs_compiler(v) == pytest.approx(0.737 * 0.985 / 0.84)
     assert with_the_runs_compiler({**v, "bound_by": model.THREADS}) == 0.737
     assert with_the_runs_compiler({**v, "calibration": {}}) == 0.737
+
+
+def _served(bound_by="server CPU", calibrated=0.34, during=0.22, rate=4478.0, jit=0.0):
+    return {"bound_by": bound_by, "calibration": {"server_cpu_ms": calibrated}, "server_cpu_ms_per_request": during,
+            "requests_per_sec": rate, "jit_share": jit}
+
+
+def test_serving_drift_leaves_the_compilers_part_out():
+    # Lab 05's c=64 in a census run: calibrated at 0.34 ms, served at 0.22 ms (-35%).
+    assert model.serving_drift(_served()) == pytest.approx(0.22 / 0.34 - 1)
+    # 0.38 ms a request during the run, of which the compiler's 24% of the core at 2,642 req/s is
+    # 0.091 ms: 0.289 ms serving, against 0.59 calibrated.
+    assert model.serving_drift(_served(calibrated=0.59, during=0.38, rate=2642, jit=0.24)) == \
+        pytest.approx((0.38 - 0.24 * 1000 / 2642) / 0.59 - 1)
+    # Only where the server's CPU is what predicts the step.
+    assert model.serving_drift(_served(bound_by="threads")) is None
+    assert model.serving_drift({**_served(), "calibration": {}}) is None
+
+
+def test_a_step_is_measured_again_only_past_the_drift_named():
+    from pul.run import remeasure_reason
+
+    first = remeasure_reason({**_served(), "measured_over_predicted": 1.522})
+    assert first["serving_drift"] == pytest.approx(-0.353, abs=1e-3)
+    assert first["requests_per_sec"] == 4478.0 and first["measured_over_predicted"] == 1.522
+    within = 0.34 * (1 - model.REMEASURE_DRIFT) + 0.001
+    assert remeasure_reason({**_served(during=within), "measured_over_predicted": 1.3}) is None
+    assert remeasure_reason({**_served(bound_by="threads"), "measured_over_predicted": 1.5}) is None
