@@ -148,18 +148,15 @@ class ConcurrencyHighway(Lab):
     def steps(self, params: dict) -> list[Step]:
         payload = params["payload"]
         steps = []
-        # Two warm-ups for the sweep, each repeated until it settles: at c=8, for the steps the core
-        # binds, and at c=1, whose requests take paths of their own (every request wakes a thread):
-        # after the c=8 warm-up alone, c=1 was measured with the JIT compiler on a quarter of the
-        # core (0.24-0.30 of it) and landed anywhere from 0.62 to 1.62 of its bound.
-        echo_warmups = {1, min(8, params["max_concurrency"])}
+        echo_warmup_at = min(8, params["max_concurrency"])
         for c in ladder(params["max_concurrency"]):
             steps.append(Step(
                 name=f"c={c}", endpoint="echo", concurrency=c,
                 requests=max(params["requests"], REQUESTS_PER_CONCURRENCY * c),
-                # Every step then gets its calibration rounds at its own concurrency
-                # (pul.run.calibration), right before its measured run.
-                warmup_requests=max(params["requests"], 4000) if c in echo_warmups else 0,
+                # One warm-up (repeated until it settles) for the whole sweep, at c=8; every step
+                # then gets one calibration round at its own concurrency (pul.run.calibration),
+                # right before its measured run.
+                warmup_requests=max(params["requests"], 4000) if c == echo_warmup_at else 0,
                 warmup_seconds=ECHO_WARMUP_ROUND_SECONDS, warmup_max_rounds=ECHO_WARMUP_MAX_ROUNDS,
                 warmup_settled=ECHO_WARMUP_SETTLED,
                 calibration_requests=max(CALIBRATION_REQUESTS, 2 * c),
