@@ -74,9 +74,9 @@ def compiler_share(calibration: dict) -> float:
 # A run that served each request with this much more or less CPU than its calibration found (the
 # compiler's share left out of both) ran on another core than the one calibrated: the host can
 # slow a core with no trace in the guest but the steadiness probe's, which runs only before and
-# after the whole run. On one core a step moves by up to 15% between the two (labs/05's
-# CALIBRATION_REQUESTS); a lab 05 step off by 35% (c=64 at 1.52 of its bound, the probe at 84% of
-# its fastest) had the host's slowing in its calibration. The driver measures such a step again.
+# after the whole run. Well beyond how far a step usually moves between the two; a census step off
+# by 35% (at 1.52 of its bound, the probe at 84% of its fastest) had the host's slowing in its
+# calibration. The driver measures such a step again.
 REMEASURE_DRIFT = 0.25
 
 

@@ -1027,12 +1027,17 @@ def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: 
     for step in group:
         eta.begin(f"measure {step.name}")
         load_before = round(os.getloadavg()[0], 2)
+
+        def calibrated_and_measured(warmup: dict | None, fresh: bool) -> tuple[dict, list | None]:
+            calibrated = calibration(lab, step, server, options, pin, where.raw_dir, children, progress,
+                                     warmup, fresh, pools, eta)
+            result, probe, cpu, runs = measure(lab, step, server, options, pin, where.raw_dir, children, progress,
+                                               eta)
+            return variant_record(lab, step, result, probe, {**cpu, "load_average_before": load_before}, pools,
+                                  params, where.raw_dir, where.results_dir, calibrated), runs
+
         # Only a step that warmed up last, right before, can use its last warm-up round.
-        calibrated = calibration(lab, step, server, options, pin, where.raw_dir, children, progress,
-                                 warmups[step.name], len(group) == 1, pools, eta)
-        result, probe, cpu, runs = measure(lab, step, server, options, pin, where.raw_dir, children, progress, eta)
-        record = variant_record(lab, step, result, probe, {**cpu, "load_average_before": load_before}, pools,
-                                params, where.raw_dir, where.results_dir, calibrated)
+        record, runs = calibrated_and_measured(warmups[step.name], len(group) == 1)
         first = remeasure_reason(record)
         if first is not None:
             # Its calibration and its run saw different cores (model.REMEASURE_DRIFT): once more,
@@ -1040,12 +1045,7 @@ def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: 
             progress.note(f"{step.name}: serving a request took {first['serving_drift']:+.0%} CPU during the run "
                           "against its calibration (a core the host slowed leaves no other trace): "
                           "calibrating and measuring it again")
-            calibrated = calibration(lab, step, server, options, pin, where.raw_dir, children, progress,
-                                     None, False, pools, eta)
-            result, probe, cpu, runs = measure(lab, step, server, options, pin, where.raw_dir, children, progress,
-                                               eta)
-            record = variant_record(lab, step, result, probe, {**cpu, "load_average_before": load_before}, pools,
-                                    params, where.raw_dir, where.results_dir, calibrated)
+            record, runs = calibrated_and_measured(None, False)
             record["extra"] = {**record.get("extra", {}), "remeasured": first}
         if runs:
             record["extra"]["runs"] = runs
