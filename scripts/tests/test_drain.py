@@ -86,7 +86,7 @@ def _run_once(tmp_path, report, what, monkeypatch):
                             run_module.drain_seconds(step.concurrency, result, requests, seconds)))
     step = Step(name="commonpool", endpoint="commonpool", concurrency=50, requests=600, warmup_seconds=2)
     result, _ = run_module._run_once(_fake_lab(tmp_path, report), step, FakeServer(),
-                                     run_module.RunOptions(), {"server_cpus": None, "load_cpus": None},
+                                     run_module.RunOptions(timeline_hz=0), {"server_cpus": None, "load_cpus": None},
                                      Children(), Progress(quiet=True), 600, tmp_path / "out" / "warm.txt",
                                      "ab", what, seconds=2)
     return result, slept
@@ -120,7 +120,7 @@ def test_empty_rounds_never_settle_a_warm_up(monkeypatch):
     monkeypatch.setattr(run_module, "_run_once", fake_run)
     step = Step(name="s", endpoint="s", concurrency=50, requests=600, warmup_requests=600,
                 warmup_jit_quiet=None)
-    warm = run_module.warm_up(None, step, SimpleNamespace(pools=lambda: {}), run_module.RunOptions(),
+    warm = run_module.warm_up(None, step, SimpleNamespace(pools=lambda: {}), run_module.RunOptions(timeline_hz=0),
                               {}, Path("/nonexistent"), None, Progress(quiet=True))
     assert warm["settled"]
     assert [r["requests_per_sec"] for r in warm["rounds"]] == [0.0, 0.0, 0.0, 30.0, 29.0]

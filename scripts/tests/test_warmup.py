@@ -45,7 +45,7 @@ def _warm_up(monkeypatch, rates, step, server, cpu_seconds=2.0, jit_cpu_seconds=
 
     monkeypatch.setattr(run_module, "_run_once", fake_run)
     monkeypatch.setattr(run_module.time, "monotonic", iter(range(0, 10_000, 2)).__next__)  # 2 s rounds
-    return run_module.warm_up(None, step, server, run_module.RunOptions(), {}, Path("/nonexistent"), None,
+    return run_module.warm_up(None, step, server, run_module.RunOptions(timeline_hz=0), {}, Path("/nonexistent"), None,
                                Progress(quiet=True))
 
 
@@ -140,7 +140,7 @@ def test_calibration_takes_the_median_of_its_own_rounds(monkeypatch):
 
     monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
     step = _step(calibration_rounds=3)
-    found = run_module.calibration(None, step, SimpleNamespace(cpu_source="proc"), run_module.RunOptions(),
+    found = run_module.calibration(None, step, SimpleNamespace(cpu_source="proc"), run_module.RunOptions(timeline_hz=0),
                                    {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
                                    None, False, {"available_processors": 1})
     assert found["server_cpu_ms"] == 0.35
@@ -160,7 +160,7 @@ def test_the_shared_cores_cpu_per_request_is_the_least_of_the_calibrating_rounds
     warmup = {"settled": True, "rounds": [
         {"requests_per_sec": 200, "complete": 375, "server_cpu_ms": 1.2, "load_cpu_ms": 0.4, "load_cores_cpu_ms": 6.0},
         {"requests_per_sec": 300, "complete": 375, "server_cpu_ms": 0.9, "load_cpu_ms": 0.3, "load_cores_cpu_ms": 3.1}]}
-    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(),
+    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(timeline_hz=0),
                                    {"load_cpus": "1"}, Path("/nonexistent"), None, Progress(quiet=True),
                                    warmup, False, {"available_processors": 1})
     # The two latest rounds calibrate: the warm-up's first (a cold start, 6.0 ms) does not count.
@@ -231,7 +231,7 @@ def test_the_compiler_is_pinned_back_when_a_round_fails(monkeypatch):
 
     monkeypatch.setattr(run_module, "_run_once", failing_run)
     with pytest.raises(ServerFailed):
-        run_module.warm_up(None, _step(), server, run_module.RunOptions(), {}, Path("/nonexistent"), None,
+        run_module.warm_up(None, _step(), server, run_module.RunOptions(timeline_hz=0), {}, Path("/nonexistent"), None,
                            Progress(quiet=True))
     assert server.moves == ["released", "pinned"]
 
@@ -264,7 +264,7 @@ def test_a_roaming_last_round_does_not_calibrate(monkeypatch):
     monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
     warmup = {"settled": True, "rounds": [{"requests_per_sec": 900, "complete": 1800, "server_cpu_ms": 0.7,
                                            "load_cpu_ms": 0.1, "compiler_roamed": True}]}
-    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(),
+    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(timeline_hz=0),
                                    {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
                                    warmup, True, {"available_processors": 1})
     assert own == [1] and found["server_cpu_ms"] == 0.5
@@ -281,7 +281,7 @@ def test_the_bound_keeps_only_the_compiler_share_every_calibrating_round_shows(m
 
     monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
     found = run_module.calibration(None, _step(calibration_rounds=3), SimpleNamespace(cpu_source="proc"),
-                                   run_module.RunOptions(), {"load_cpus": None}, Path("/nonexistent"), None,
+                                   run_module.RunOptions(timeline_hz=0), {"load_cpus": None}, Path("/nonexistent"), None,
                                    Progress(quiet=True), None, False, {"available_processors": 1})
     assert found["jit_share"] == 0.01
     read = {"jit_cpu_ms": 0.05}
@@ -304,7 +304,7 @@ def _recalibrate(monkeypatch, cpu_ms, warmup):
                                               "server_cpu_ms": ms, "load_cpu_ms": 0.1}]}
 
     monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
-    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(),
+    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(timeline_hz=0),
                                    {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
                                    warmup, True, {"available_processors": 1})
     return found, asked
@@ -339,3 +339,51 @@ def test_an_unsettled_warm_up_whose_cpu_had_settled_is_not_calibrated_again(monk
     warmup = {"settled": False, "rounds": [{**UNSETTLED["rounds"][0], "server_cpu_ms": 0.84}, UNSETTLED["rounds"][0]]}
     found, asked = _recalibrate(monkeypatch, [0.5], warmup)
     assert asked == [] and found["server_cpu_ms"] == 0.83 and "recalibrated" not in found
+
+
+class RecordingTimeline:
+    """Stands in for pul.timeline.Timeline: records when it is started and stopped."""
+
+    events: list = []
+    unavailable = False
+
+    def __init__(self, base_url, hz):
+        self.base_url, self.hz = base_url, hz
+
+    def start(self):
+        if RecordingTimeline.unavailable:
+            raise run_module.timeline.TimelineUnavailable("no /timeline/start")
+        RecordingTimeline.events.append(("timeline started", self.hz))
+        return self
+
+    def finish(self):
+        RecordingTimeline.events.append(("timeline stopped", self.hz))
+        return {}
+
+
+def _instrumented_warm_up(monkeypatch, step, unavailable=False):
+    RecordingTimeline.events, RecordingTimeline.unavailable = [], unavailable
+    monkeypatch.setattr(run_module.timeline, "Timeline", RecordingTimeline)
+
+    def fake_run(*_args, poller=None, **_kwargs):
+        RecordingTimeline.events.append(("load", poller.url if poller else None))
+        return SimpleNamespace(requests_per_sec=100, complete=200), {"cpu_seconds": 1.0, "load_cpu_seconds": 0.1}
+
+    monkeypatch.setattr(run_module, "_run_once", fake_run)
+    server = SimpleNamespace(base_url="http://127.0.0.1:1", pools=lambda: {}, alive=lambda: True)
+    return run_module.warm_up(None, step, server, run_module.RunOptions(timeline_hz=7), {}, Path("/nonexistent"),
+                              None, Progress(quiet=True))
+
+
+def test_warm_up_and_calibration_rounds_run_under_the_measured_runs_instruments(monkeypatch):
+    # The measured run samples the pools' timeline and polls /status; a round without them would
+    # calibrate a server that neither pays for them nor has compiled their paths.
+    step = _step(warmup_jit_quiet=None, warmup_max_rounds=1, probe="/status")
+    _instrumented_warm_up(monkeypatch, step)
+    assert RecordingTimeline.events == [("timeline started", 7), ("load", "http://127.0.0.1:1/status"),
+                                        ("timeline stopped", 7)]
+
+
+def test_a_server_without_a_timeline_still_warms_up(monkeypatch):
+    result = _instrumented_warm_up(monkeypatch, _step(warmup_jit_quiet=None, warmup_max_rounds=1), unavailable=True)
+    assert RecordingTimeline.events == [("load", None)] and result["settled"]
