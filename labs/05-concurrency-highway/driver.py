@@ -29,6 +29,11 @@ REQUESTS_PER_CONCURRENCY = 10
 # between its calibration and its measured run, whatever the rounds' length.
 CALIBRATION_REQUESTS = 2000
 CALIBRATION_ROUNDS = 3
+# An echo step whose run served each request with more than this share more or less CPU than its
+# calibration is calibrated and measured again (pul.run, at most pul.model.MEASUREMENTS times):
+# the host moved the core's speed between the two. Tighter than the driver's default quarter: the
+# echo is the sweep whose every step the core binds, and a step re-measured costs about 3 s.
+REMEASURE_DRIFT = 0.15
 # The sweep's one warm-up: rounds of at most this many seconds, at most this many of them. A
 # round of the step's 8,000 requests took 25 s at the cold server's 300 req/s, and eight such
 # rounds (75 s, 40% of the default run) still ended with the JIT busy: its compiles follow the
@@ -160,7 +165,7 @@ class ConcurrencyHighway(Lab):
                 warmup_seconds=ECHO_WARMUP_ROUND_SECONDS, warmup_max_rounds=ECHO_WARMUP_MAX_ROUNDS,
                 warmup_settled=ECHO_WARMUP_SETTLED,
                 calibration_requests=max(CALIBRATION_REQUESTS, 2 * c),
-                calibration_rounds=CALIBRATION_ROUNDS,
+                calibration_rounds=CALIBRATION_ROUNDS, remeasure_drift=REMEASURE_DRIFT,
                 watch_listen_queue=c > WATCH_QUEUE_ABOVE,
                 extra={"sweep": "echo", "payload": payload,
                        "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(params["step_seconds"])}}))

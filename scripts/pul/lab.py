@@ -96,6 +96,10 @@ class Step:
     # per request) calibrates, so one round that something else on the machine slowed cannot set
     # the bound (lab 05's echo once calibrated 27% high from one such round).
     calibration_rounds: int = 1
+    # A step the server's core binds whose run served each request with more than this share more
+    # or less CPU than its calibration (pul.model.serving_drift) is calibrated and measured again
+    # (pul.run): the two saw a core at different speeds.
+    remeasure_drift: float = model.REMEASURE_DRIFT
     # Measured runs of this step, each with every tool in load_tools ("ab", "wrk"). With more than
     # one run, the variant's numbers come from the median run of the first tool, and every run is
     # kept under extra["runs"] (spread, and whether ab or the server was the limit).

@@ -72,12 +72,14 @@ def compiler_share(calibration: dict) -> float:
 
 
 # A run that served each request with this much more or less CPU than its calibration found (the
-# compiler's share left out of both) ran on another core than the one calibrated: the host can
-# slow a core with no trace in the guest but the steadiness probe's, which runs only before and
-# after the whole run. Well beyond how far a step usually moves between the two; a census step off
-# by 35% (at 1.52 of its bound, the probe at 84% of its fastest) had the host's slowing in its
-# calibration. The driver measures such a step again.
+# compiler's share left out of both) ran on a core at another speed than the one calibrated: the
+# host can slow a core with no trace in the guest but the steadiness probe's, which runs only
+# before and after the whole run. Well beyond how far a step usually moves between the two; a
+# census step off by 35% (at 1.52 of its bound, the probe at 84% of its fastest) had the host's
+# slowing in its calibration. The driver measures such a step again (a step may set its own
+# limit: Step.remeasure_drift), up to MEASUREMENTS times in all.
 REMEASURE_DRIFT = 0.25
+MEASUREMENTS = 3
 
 
 def serving_drift(v: dict) -> float | None:

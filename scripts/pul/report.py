@@ -255,14 +255,21 @@ def band_reasons(v: dict) -> str:
 
 
 def _remeasured(v: dict) -> str:
-    """Where the driver measured the step again (pul.run: its first run's CPU per request was far
-    from its calibration's), what the first measurement was."""
-    first = (v.get("extra") or {}).get("remeasured")
-    if not first:
+    """Where the driver measured the step again (pul.run: a run's CPU per request was far from its
+    calibration's), what the earlier measurements were."""
+    earlier = (v.get("extra") or {}).get("remeasured")
+    if not earlier:
         return ""
-    return (f"; measured a second time, its first run having served at {first['serving_drift']:+.0%} of the CPU "
-            f"per request calibrated before it ({_number(first['requests_per_sec'])} req/s, "
-            f"{first['measured_over_predicted']:.2f} of its bound then)")
+    earlier = [earlier] if isinstance(earlier, dict) else earlier  # older results keep one, as a dict
+    if len(earlier) == 1:
+        (first,) = earlier
+        return (f"; measured a second time: its first run served at {first['serving_drift']:+.0%} of the CPU "
+                f"per request calibrated before it ({_number(first['requests_per_sec'])} req/s, "
+                f"{first['measured_over_predicted']:.2f} of its bound then)")
+    each = [f"{r['serving_drift']:+.0%} ({_number(r['requests_per_sec'])} req/s, "
+            f"{r['measured_over_predicted']:.2f} of its bound)" for r in earlier]
+    return (f"; measured {len(earlier) + 1} times: its earlier runs served at {', '.join(each[:-1])} and "
+            f"{each[-1]} of the CPU per request calibrated before each")
 
 
 # How far a run's CPU per request may move from its calibration before the note names it.

@@ -1053,25 +1053,18 @@ def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: 
         eta.begin(f"measure {step.name}")
         load_before = round(os.getloadavg()[0], 2)
 
-        def calibrated_and_measured(warmup: dict | None, fresh: bool) -> tuple[dict, list | None]:
+        def calibrated_and_measured(first: bool) -> tuple[dict, list | None]:
+            # Only the first measurement of a step that warmed up last, right before, can
+            # calibrate from its last warm-up round.
             calibrated = calibration(lab, step, server, options, pin, where.raw_dir, children, progress,
-                                     warmup, fresh, pools, eta)
+                                     warmups[step.name] if first else None, first and len(group) == 1,
+                                     pools, eta)
             result, probe, cpu, runs = measure(lab, step, server, options, pin, where.raw_dir, children, progress,
                                                eta)
             return variant_record(lab, step, result, probe, {**cpu, "load_average_before": load_before}, pools,
                                   params, where.raw_dir, where.results_dir, calibrated), runs
 
-        # Only a step that warmed up last, right before, can use its last warm-up round.
-        record, runs = calibrated_and_measured(warmups[step.name], len(group) == 1)
-        first = remeasure_reason(record)
-        if first is not None:
-            # Its calibration and its run saw different cores (model.REMEASURE_DRIFT): once more,
-            # both, and the record keeps what the first run measured.
-            progress.note(f"{step.name}: serving a request took {first['serving_drift']:+.0%} CPU during the run "
-                          "against its calibration (a core the host slowed leaves no other trace): "
-                          "calibrating and measuring it again")
-            record, runs = calibrated_and_measured(None, False)
-            record["extra"] = {**record.get("extra", {}), "remeasured": first}
+        record, runs = _measured_until_they_agree(step, calibrated_and_measured, progress)
         if runs:
             record["extra"]["runs"] = runs
         if warmups[step.name] is not None:
@@ -1082,11 +1075,39 @@ def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: 
     return records
 
 
-def remeasure_reason(record: dict) -> dict | None:
-    """What a step's first measurement was, where its run served each request with CPU so far from
-    its calibration's (model.REMEASURE_DRIFT) that the two saw different cores; None otherwise."""
+def _measured_until_they_agree(step: Step, calibrated_and_measured, progress: Progress) -> tuple[dict, list | None]:
+    """A step calibrated and measured (calibrated_and_measured(first)), and again while its run and
+    its calibration saw the core at different speeds (remeasure_reason), model.MEASUREMENTS times at
+    most. The last measurement is the record (its raw output is the one kept); the earlier ones go
+    in its extra["remeasured"], and each repeat is said as it starts."""
+    record, runs = calibrated_and_measured(True)
+    earlier = []
+    while (reason := remeasure_reason(record, step.remeasure_drift)) is not None:
+        earlier.append(reason)
+        if len(earlier) >= model.MEASUREMENTS:
+            # The host kept moving the core's speed: the last measurement stands, its band note
+            # naming the drift.
+            drifts = ", ".join(f"{r['serving_drift']:+.0%}" for r in earlier)
+            progress.note(f"{step.name}: its calibration and its run disagreed in all {len(earlier)} "
+                          f"measurements (serving drift {drifts}): this machine's core is not steady; "
+                          "the results record it")
+            earlier.pop()
+            break
+        progress.note(f"{step.name}: serving a request took {reason['serving_drift']:+.0%} CPU during the run "
+                      "against its calibration (a core the host slowed leaves no other trace): "
+                      "calibrating and measuring it again")
+        record, runs = calibrated_and_measured(False)
+    if earlier:
+        record["extra"] = {**record.get("extra", {}), "remeasured": earlier}
+    return record, runs
+
+
+def remeasure_reason(record: dict, limit: float = model.REMEASURE_DRIFT) -> dict | None:
+    """What a step's measurement was, where its run served each request with CPU so far from its
+    calibration's (more than `limit`, a share) that the two saw the core at different speeds;
+    None otherwise."""
     drift = model.serving_drift(record)
-    if drift is None or abs(drift) <= model.REMEASURE_DRIFT:
+    if drift is None or abs(drift) <= limit:
         return None
     return {"serving_drift": round(drift, 3), "requests_per_sec": record["requests_per_sec"],
             "measured_over_predicted": record.get("measured_over_predicted"),

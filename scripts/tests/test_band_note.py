@@ -63,6 +63,11 @@ def test_a_database_bound_run_whose_core_spent_more_per_request_says_how_much():
 def test_a_step_measured_again_says_what_its_first_run_was():
     first = {"serving_drift": -0.353, "requests_per_sec": 4477.6, "measured_over_predicted": 1.522}
     v = {**_variant(1.16), "extra": {"runs": [], "remeasured": first}}
-    assert ("measured a second time, its first run having served at -35% of the CPU per request calibrated "
+    assert ("measured a second time: its first run served at -35% of the CPU per request calibrated "
             "before it (4,478 req/s, 1.52 of its bound then)") in band_note(v)
+    assert band_note({**v, "extra": {"runs": [], "remeasured": [first]}}) == band_note(v)
     assert "measured a second time" not in band_note(_variant(1.16))
+    second = {"serving_drift": 0.28, "requests_per_sec": 3012.4, "measured_over_predicted": 0.781}
+    assert ("measured 3 times: its earlier runs served at -35% (4,478 req/s, 1.52 of its bound) and +28% "
+            "(3,012 req/s, 0.78 of its bound) of the CPU per request calibrated before each"
+            ) in band_note({**v, "extra": {"runs": [], "remeasured": [first, second]}})

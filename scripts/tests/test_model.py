@@ -267,3 +267,50 @@ def test_a_step_is_measured_again_only_past_the_drift_named():
     within = 0.34 * (1 - model.REMEASURE_DRIFT) + 0.001
     assert remeasure_reason({**_served(during=within), "measured_over_predicted": 1.3}) is None
     assert remeasure_reason({**_served(bound_by="threads"), "measured_over_predicted": 1.5}) is None
+
+
+def _measured_again(durings, limit=model.REMEASURE_DRIFT):
+    """pul.run's re-measuring of a step whose measurements served at `durings` ms a request in turn
+    (calibrated at 0.34 ms each time): the record kept, the notes said, and the measurements made
+    (True: the first)."""
+    from pul.lab import Step
+    from pul.progress import Progress
+    from pul.run import _measured_until_they_agree
+
+    durings, made, notes = list(durings), [], []
+    progress = Progress(quiet=True)
+    progress.note = notes.append
+
+    def calibrated_and_measured(first):
+        made.append(first)
+        during = durings.pop(0)
+        return {**_served(during=during), "measured_over_predicted": round(0.34 / during, 3), "extra": {}}, None
+
+    step = Step(name="c=8", endpoint="echo", concurrency=8, requests=100, remeasure_drift=limit)
+    record, _ = _measured_until_they_agree(step, calibrated_and_measured, progress)
+    return record, notes, made
+
+
+def test_a_step_is_measured_again_until_its_run_and_calibration_agree():
+    # -35%, then +29%: measured a third time, at +3%, which is kept.
+    record, notes, made = _measured_again([0.22, 0.44, 0.35, 0.99])
+    assert made == [True, False, False] and record["server_cpu_ms_per_request"] == 0.35
+    assert [r["serving_drift"] for r in record["extra"]["remeasured"]] == [-0.353, 0.294]
+    assert len(notes) == 2 and all("calibrating and measuring it again" in n for n in notes)
+    # Agreeing at once: one measurement, nothing recorded.
+    record, notes, made = _measured_again([0.36])
+    assert made == [True] and "remeasured" not in record["extra"] and not notes
+
+
+def test_a_step_is_measured_at_most_three_times_and_says_the_core_is_not_steady():
+    record, notes, made = _measured_again([0.22, 0.44, 0.45, 0.34])
+    assert len(made) == model.MEASUREMENTS == 3 and record["server_cpu_ms_per_request"] == 0.45
+    assert [r["serving_drift"] for r in record["extra"]["remeasured"]] == [-0.353, 0.294]
+    assert "disagreed in all 3 measurements (serving drift -35%, +29%, +32%)" in notes[-1]
+    assert "not steady" in notes[-1]
+
+
+def test_a_step_sets_its_own_limit():
+    # +12% passes the default quarter but not a step's 10%.
+    assert "remeasured" not in _measured_again([0.38])[0]["extra"]
+    assert len(_measured_again([0.38, 0.34], limit=0.10)[2]) == 2

@@ -18,8 +18,8 @@ from pul.testing import decided_at_the_core, run_lab, with_the_runs_compiler, wi
 pytestmark = pytest.mark.slow
 
 # A step the core binds is calibrated on rounds of a second or so: its CPU per request moves
-# between calibration and run more than a thread's wait does (lab 05's ECHO_STEP_BAND, lab 06's
-# CPU_STEP_BAND).
+# between calibration and run more than a thread's wait does (lab 06's CPU_STEP_BAND; lab 05's
+# echo takes the two apart, check_an_echo_step).
 CPU_STEP_BAND = (0.75, 1.25)
 
 CASES = {

@@ -13,7 +13,7 @@ import statistics
 
 import pytest
 
-from pul import timeline
+from pul import model, timeline
 
 from pul.testing import (
     SMOKE_RESULTS_VARIABLE, band_miss, check_the_model_predicted, run_lab, this_lab,
@@ -23,6 +23,7 @@ from pul.testing import (
 pytestmark = pytest.mark.slow
 
 report = this_lab(__file__).module("report")
+driver = this_lab(__file__).module("driver")
 open_steps, sweep = report.open_steps, report.sweep
 
 TOP = 64
@@ -225,22 +226,37 @@ BAND = (0.85, 1.10)
 # it pay: c=2 had 0.22 of its core compiled away and measured 0.76 of its bound on a fresh CI
 # machine, with CPU steal at 6%.
 JIT_BUSY = 0.15
-# A CPU-bound echo step is predicted from rounds of a second or two before its measured run, and
-# on this machine a core's speed moves between the two, either way: in the committed census
-# (scripts/tests/census), echo steps at 0.74-1.31 of their bounds (c=2 at 1.31 and c=8 at 0.74,
-# in two of three runs), their neighbours and the median within BAND. What each step claims, that the server's core binds, is
-# checked on the run itself (its core busy, ECHO_CORE_BUSY); its prediction, made before the run,
-# within this band, and the echo's steps at their median within BAND. A bound that were wrong
-# (the pool's instead of the core's: an idle core; a core too many: half the rate) fails them.
-ECHO_STEP_BAND = (0.6, 1.5)
 # The utilisation law at the bound: the server's core busy through the measured run (0.96-1.00 in
 # the committed run's echo steps).
 ECHO_CORE_BUSY = 0.85
+# At most this share of the echo's steps may end with their calibration and their run still
+# disagreeing after every measurement the driver makes (pul.model.MEASUREMENTS): a host effect,
+# named in the output; more, and this machine's core was too unsteady to say anything.
+ECHO_UNSTEADY_SHARE = 1 / 3
+
+
+def check_an_echo_step(v: dict, limit: float) -> tuple[float, list[str], bool]:
+    """An echo step's measurement over its prediction, taken apart: how fully the run used the core
+    the compiler left (measured over the bound the run's own CPU per request gives: the model's
+    claim, within BAND), and how well the calibration before it held (the serving drift, within
+    `limit`, or the driver measured the step as often as it does). The prediction's own band
+    follows from the two. Returns (the first, the misses, whether the calibration never held)."""
+    misses = []
+    ratio = with_the_runs_compiler(v)
+    drift = model.serving_drift(v)
+    used = ratio * (1 + drift)
+    misses.append(band_miss(f"{v['name']} measured over the bound at the run's own CPU per request", used, *BAND))
+    misses.append(band_miss(f"{v['name']} server core busy", v["server_cpu_utilization"], ECHO_CORE_BUSY))
+    unsteady = len((v.get("extra") or {}).get("remeasured") or []) == model.MEASUREMENTS - 1 and abs(drift) > limit
+    if not unsteady:
+        misses.append(band_miss(f"{v['name']} serving drift", abs(drift), high=limit))
+        misses.append(band_miss(f"{v['name']} measured/predicted", ratio, BAND[0] / (1 + limit), BAND[1] / (1 - limit)))
+    return used, [m for m in misses if m], unsteady
 
 
 def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
     closed = [v for v in smoke["variants"] if v["extra"].get("sweep") in ("echo", "fixed")]
-    echo_ratios = []
+    echo_used, unsteady = [], []
     misses = []  # every step off its band, so one failure names them all
     for v in closed:
         assert v["bound_by"], v["name"]
@@ -264,15 +280,13 @@ def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
                 misses.append((*seen, miss, spread))
             continue
         ratio = v["measured_over_predicted"]
-        if v["extra"]["sweep"] == "echo":
-            ratio = with_the_runs_compiler(v)
-            echo_ratios.append(ratio)
-            low, high = ECHO_STEP_BAND
-            if v["bound_by"] == "server CPU":
-                miss = band_miss(f"{v['name']} server core busy", v["server_cpu_utilization"], ECHO_CORE_BUSY)
-                if miss:
-                    misses.append((*seen, miss, v["bounds"]))
-        elif v.get("predicted_upper_requests_per_sec"):
+        if v["extra"]["sweep"] == "echo" and v["bound_by"] == "server CPU":
+            used, missed, host_moved = check_an_echo_step(v, driver.REMEASURE_DRIFT)
+            echo_used.append(used)
+            unsteady += [v["name"]] if host_moved else []
+            misses += [(*seen, miss, v["calibration"]) for miss in missed]
+            continue
+        if v.get("predicted_upper_requests_per_sec"):
             # Cars below the lanes, in lockstep (pul.model.CONVOY): over the convoy floor, under
             # the smooth upper end.
             upper = v["predicted_upper_requests_per_sec"]
@@ -292,8 +306,12 @@ def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
     # At least three steps the compiler left alone: on this machine's one core it was still busy
     # through c=8 after the echo's warm-up in a clean-clone run (0.15-0.17 of the core at c=2,
     # c=4 and c=8), which left c=16, c=32 and c=64 (0.84, 0.97, 0.93; median 0.93).
-    assert len(echo_ratios) >= 3, echo_ratios
-    within("echo steps' median measured/predicted", statistics.median(echo_ratios), *BAND, context=echo_ratios)
+    assert len(echo_used) >= 3, echo_used
+    within("echo steps' median measured over the bound at the run's own CPU per request",
+           statistics.median(echo_used), *BAND, context=echo_used)
+    echo = [v for v in closed if v["extra"]["sweep"] == "echo"]
+    within("echo steps whose calibration never held", len(unsteady), high=ECHO_UNSTEADY_SHARE * len(echo),
+           context=unsteady)
     # The echo is pure CPU: past one request in flight, the server's core binds, not a pool.
     assert {v["bound_by"] for v in closed if v["extra"]["sweep"] == "echo" and v["concurrency"] >= 4} \
         == {"server CPU"}

@@ -29,9 +29,10 @@ BAND = (0.85, 1.10)
 # A step the server's core binds is calibrated on rounds of a second or so, and on a noisy CI
 # machine its CPU per request moved between its calibration and its measured run by up to a
 # fifth: pool-c=1000 measured 1.18 of its bound in a clean-clone CI run whose steadiness probe
-# ran the core at 57-73% of its speed. As lab 05's echo steps (ECHO_STEP_BAND there), such a
-# step must land within this wider band; a bound that were wrong (the threads' instead of the
-# core's, a core too many) would miss it by far more.
+# ran the core at 57-73% of its speed. Such a step must land within this wider band (lab 05's
+# echo takes the run's use of the core and its calibration's drift apart: check_an_echo_step); a
+# bound that were wrong (the threads' instead of the core's, a core too many) would miss it by far
+# more.
 CPU_STEP_BAND = (0.75, 1.25)
 
 
