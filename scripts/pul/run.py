@@ -62,6 +62,43 @@ class RunOptions:
     profile_ms: int = 0
 
 
+@dataclass
+class Bench:
+    """A run's measuring context, built once by run(): the lab and its parameters, the options,
+    the cores of the server and of the load generator (parsed once), where the run writes, the
+    programs it starts, and how it tells its progress and the time left. Every function that
+    warms up, calibrates or measures takes it, or a StepBench made from it."""
+
+    lab: Lab
+    params: dict
+    options: RunOptions
+    pin: dict
+    where: Where
+    children: Children
+    progress: Progress
+    eta: Eta | None = None
+    server_cpus: list[int] | None = field(init=False)
+    load_cpus: list[int] | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.server_cpus = parse_cpu_list(self.pin["server_cpus"]) if self.pin.get("server_cpus") else None
+        self.load_cpus = parse_cpu_list(self.pin["load_cpus"]) if self.pin.get("load_cpus") else None
+
+    def left(self) -> str:
+        """The time left, as a progress line's tail ("" before the run's plan is known)."""
+        return self.eta.left() if self.eta else ""
+
+
+@dataclass(frozen=True)
+class StepBench:
+    """One step on the server that runs it, in its run: what warming it up, calibrating it and
+    measuring it need."""
+
+    bench: Bench
+    step: Step
+    server: Server | RemoteServer
+
+
 def pinning(options: RunOptions) -> dict:
     """Server and load generator on different cores, when there are at least two."""
     cores = os.cpu_count() or 1
@@ -138,11 +175,11 @@ class Context:
         self.work_dir = work_dir
 
 
-def _bench(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, children: Children,
-           requests: int, output: Path, tool: str = "ab", seconds: int | None = None,
-           round_limit: bool = False) -> BenchRun:
+def _start_load(at: StepBench, requests: int, output: Path, tool: str = "ab", seconds: int | None = None,
+                round_limit: bool = False) -> BenchRun:
     """Start one run of `tool`. round_limit: `seconds` is a warm-up round's own limit (the step's
     warmup_seconds), which wins over a TIME_LIMIT the step's bench_env gives its runs."""
+    bench, step = at.bench, at.step
     runner = {"ab": BenchRun, "wrk": WrkRun}.get(tool)
     if runner is None:
         raise UsageError(f"unknown load tool {tool!r} in step {step.name} (ab or wrk)")
@@ -151,8 +188,8 @@ def _bench(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict,
         env.pop("TIME_LIMIT", None)
     seconds = seconds or step.seconds
     extra = {"duration": seconds or 10} if tool == "wrk" else {}
-    return runner(children, lab.bench, step.endpoint, server.base_url, step.concurrency, requests,
-                  seconds or options.time_limit, output, pin["load_cpus"], keep_alive=step.keep_alive,
+    return runner(bench.children, bench.lab.bench, step.endpoint, at.server.base_url, step.concurrency, requests,
+                  seconds or bench.options.time_limit, output, bench.pin["load_cpus"], keep_alive=step.keep_alive,
                   extra_env=env, **extra).start()
 
 
@@ -229,7 +266,7 @@ PIN_BACK_JIT_SHARE = 0.10
 
 
 @contextlib.contextmanager
-def _instruments_as_measured(step: Step, server, options: RunOptions):
+def _instruments_as_measured(at: StepBench):
     """Run a warm-up or calibration round under the instruments its measured run will have: the
     pools' timeline sampler and the step's /status poller (yielded, for _run_once to start), their
     readings thrown away. Their requests and threads cost the server CPU, and their first call
@@ -237,11 +274,11 @@ def _instruments_as_measured(step: Step, server, options: RunOptions):
     measured run, they made the JIT compiler throw away the request path's optimised code and
     compile it again there, on lab 05's echo at c=1 with 26% of the core, after a warm-up that
     ended with it idle (0.63-0.78 of the bound against 1.03 with the timeline off)."""
-    sampler = None
-    if options.timeline_hz:
+    sampler, hz = None, at.bench.options.timeline_hz
+    if hz:
         with contextlib.suppress(timeline.TimelineUnavailable):
-            sampler = timeline.Timeline(server.base_url, options.timeline_hz).start()
-    poller = StatusPoller(server.base_url + step.probe) if step.probe else None
+            sampler = timeline.Timeline(at.server.base_url, hz).start()
+    poller = StatusPoller(at.server.base_url + at.step.probe) if at.step.probe else None
     try:
         yield poller
     finally:
@@ -252,8 +289,7 @@ def _instruments_as_measured(step: Step, server, options: RunOptions):
                 sampler.finish()
 
 
-def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
-            children: Children, progress: Progress, eta: Eta | None = None) -> dict | None:
+def warm_up(at: StepBench) -> dict | None:
     """Repeat warm-up rounds until two in a row agree (see Step.warmup_settled) and the JIT
     compiler was nearly idle in the last one. Returns what each round measured, its CPU per
     request included: the last round calibrates the step (pul.model).
@@ -262,6 +298,7 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     cores too (Server.release_compiler): they then finish in seconds what took minutes on the
     server's one core. Once a round leaves them nearly idle, or before the last round allowed,
     they are pinned back, and only a round run that way can settle the warm-up or calibrate."""
+    step, server, options, progress = at.step, at.server, at.bench.options, at.bench.progress
     warmup = options.warmup if options.warmup is not None else (
         step.warmup_requests if step.warmup_requests is not None else max(200, step.requests // 5))
     if warmup <= 0:
@@ -285,12 +322,11 @@ def warm_up(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
                           + (f"; last: {previous:,.0f} req/s" if previous is not None else "")
                           + (f", JIT threads busy {rounds[-1]['jit_share']:.0%}" if rounds and "jit_share" in rounds[-1] else "")
                           + (", the JIT compiler on every core" if roaming else "")
-                          + (eta.left() if eta else ""))
+                          + at.bench.left())
             started = time.monotonic()
-            with _instruments_as_measured(step, server, options) as poller:
-                result, cpu = _run_once(lab, step, server, options, pin, children, progress, warmup,
-                                        raw_dir / f"{step.name}.warmup.txt", "ab", "warm-up",
-                                        seconds=_round_seconds(step, options.time_limit), poller=poller,
+            with _instruments_as_measured(at) as poller:
+                result, cpu = _run_once(at, warmup, at.bench.where.raw_dir / f"{step.name}.warmup.txt", "ab",
+                                        "warm-up", seconds=_round_seconds(step, options.time_limit), poller=poller,
                                         round_limit=step.warmup_seconds is not None)
             this_round = {"requests_per_sec": result.requests_per_sec, "complete": result.complete,
                           **_per_request(cpu, result.complete)}
@@ -354,12 +390,11 @@ def _per_request(cpu: dict, complete: int) -> dict:
     return found
 
 
-def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, raw_dir: Path,
-                children: Children, progress: Progress, warmup: dict | None, fresh: bool,
-                pools: dict, eta: Eta | None = None) -> dict | None:
+def calibration(at: StepBench, warmup: dict | None, fresh: bool, pools: dict) -> dict | None:
     """CPU per request of the server and the load generator, from the last round run at this
     step's settings before its measured run: the step's last warm-up round if nothing ran since
     (`fresh`), else one round more. Its spread: the last two rounds."""
+    step, server, bench = at.step, at.server, at.bench
     if not step.calibrate:
         return None
     rounds = list((warmup or {}).get("rounds", []))
@@ -376,10 +411,12 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
         # ab refuses fewer requests than its concurrency; twice as many keep the round's drain short.
         requests = max(step.calibration_requests or step.warmup_requests or max(200, step.requests // 5),
                        2 * step.concurrency)
-        one = replace(step, warmup_max_rounds=1, warmup_requests=requests)
+        # One round at a time, each of the step's own calibration requests (not --warmup's).
+        one = replace(at, step=replace(step, warmup_max_rounds=1, warmup_requests=requests),
+                      bench=replace(bench, options=replace(bench.options, warmup=None)))
         own = []
         for _ in range(max(1, step.calibration_rounds) if not unsettled else MAX_RECALIBRATION_ROUNDS):
-            extra = warm_up(lab, one, server, replace(options, warmup=None), pin, raw_dir, children, progress, eta)
+            extra = warm_up(one)
             own += (extra or {}).get("rounds", [])
             if unsettled and _cpu_settled(own, step.warmup_settled):
                 break
@@ -388,7 +425,7 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
         # nearest to the measured run; otherwise the median round, against a round's noise.
         chosen = (own[-1] if own else None) if unsettled else median_round(own)
         if unsettled:
-            progress.note(f"{step.name}: calibrated again after the unsettled warm-up: {len(own)} round(s), "
+            bench.progress.note(f"{step.name}: calibrated again after the unsettled warm-up: {len(own)} round(s), "
                           + ("the server's CPU per request settled" if _cpu_settled(own, step.warmup_settled)
                              else "its CPU per request still moving; the results record it"))
     last = [r for r in rounds if not r.get("compiler_roamed")][-max(2, step.calibration_rounds):]
@@ -397,7 +434,7 @@ def calibration(lab: Lab, step: Step, server, options: RunOptions, pin: dict, ra
         return None
     chosen = chosen or last[-1]
     tool_threads = model.TOOL_THREADS.get(step.load_tools[0], 1)
-    load_cores = min(tool_threads, len(parse_cpu_list(pin["load_cpus"]))) if pin.get("load_cpus") else tool_threads
+    load_cores = min(tool_threads, len(bench.load_cpus)) if bench.load_cpus else tool_threads
     # Cores the server may use: as its JVM sees them (-XX:ActiveProcessorCount, a container's quota).
     server_cores = pools.get("available_processors")
     # The load generator's cores' CPU per request (ab, the driver, a database sharing them): the
@@ -452,12 +489,12 @@ def median_round(rounds: list[dict]) -> dict | None:
     return told[(len(told) - 1) // 2] if told else None
 
 
-def _idle_seconds(cpus: str | None) -> float | None:
-    """Idle time so far of the server's cores (/proc/stat): tells a server that waited from
-    one whose core other programs took."""
+def _idle_seconds(cpus: list[int] | None) -> float | None:
+    """Idle time so far of these cores (/proc/stat): tells a server that waited from one whose
+    core other programs took."""
     if cpus is None:
         return None
-    wanted = {f"cpu{n}" for n in parse_cpu_list(cpus)}
+    wanted = {f"cpu{n}" for n in cpus}
     try:
         lines = Path("/proc/stat").read_text().splitlines()
     except OSError:
@@ -466,20 +503,21 @@ def _idle_seconds(cpus: str | None) -> float | None:
     return ticks / CLOCK_TICKS
 
 
-def _idle_share(before: float | None, after: float | None, elapsed: float, cpus: str | None) -> float | None:
+def _idle_share(before: float | None, after: float | None, elapsed: float,
+                cpus: list[int] | None) -> float | None:
     """Share of these cores' time spent idle between two _idle_seconds readings (None: unknown)."""
     if before is None or after is None or elapsed <= 0:
         return None
-    cores = len(parse_cpu_list(cpus)) if cpus else 1
+    cores = len(cpus) if cpus else 1
     return round((after - before) / (elapsed * cores), 2)
 
 
 def _busy_seconds(idle_before: float | None, idle_after: float | None, elapsed: float,
-                  cpus: str | None) -> float | None:
+                  cpus: list[int] | None) -> float | None:
     """CPU time these cores spent on anything between two _idle_seconds readings (None: unknown)."""
     if idle_before is None or idle_after is None or elapsed <= 0:
         return None
-    cores = len(parse_cpu_list(cpus)) if cpus else 1
+    cores = len(cpus) if cpus else 1
     return round(max(0.0, elapsed * cores - (idle_after - idle_before)), 3)
 
 
@@ -488,25 +526,24 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, children: Children,
-              progress: Progress, requests: int, output: Path, tool: str, what: str,
-              seconds: int | None = None, poller: StatusPoller | None = None,
-              round_limit: bool = False) -> tuple[LoadResult, dict]:
+def _run_once(at: StepBench, requests: int, output: Path, tool: str, what: str, seconds: int | None = None,
+              poller: StatusPoller | None = None, round_limit: bool = False) -> tuple[LoadResult, dict]:
     """One run of a load tool, with the CPU the server and the load generator used meanwhile."""
+    bench, step, server = at.bench, at.step, at.server
     cpu_before, jit_before, clock_before = server.cpu_seconds(), _compiler_cpu(server), time.monotonic()
-    load_before, idle_before = _children_cpu_seconds(), _idle_seconds(pin["server_cpus"])
-    load_idle_before = _idle_seconds(pin["load_cpus"])
-    main = _bench(lab, step, server, options, pin, children, requests, output, tool, seconds, round_limit)
+    load_before, idle_before = _children_cpu_seconds(), _idle_seconds(bench.server_cpus)
+    load_idle_before = _idle_seconds(bench.load_cpus)
+    main = _start_load(at, requests, output, tool, seconds, round_limit)
     if poller and not poller.is_alive():
         poller.start()
-    main.wait(progress, server.alive, what)
+    main.wait(bench.progress, server.alive, what)
     cpu_used, elapsed = server.cpu_seconds() - cpu_before, time.monotonic() - clock_before
     jit_after = _compiler_cpu(server)
     # ab/wrk have been waited for: their CPU time is now in RUSAGE_CHILDREN.
     load_used = _children_cpu_seconds() - load_before
-    idle_after = _idle_seconds(pin["server_cpus"])
-    load_idle_after = _idle_seconds(pin["load_cpus"])
-    load_idle = _idle_share(load_idle_before, load_idle_after, elapsed, pin["load_cpus"])
+    idle_after = _idle_seconds(bench.server_cpus)
+    load_idle_after = _idle_seconds(bench.load_cpus)
+    load_idle = _idle_share(load_idle_before, load_idle_after, elapsed, bench.load_cpus)
     _check_alive(server, step)
     try:
         result = main.result()
@@ -514,7 +551,7 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
         if what != "warm-up":
             raise
         result = nothing_completed(tool)
-    _let_abandoned_requests_finish(step, result, requests, main.time_limit, server, progress, what)
+    _let_abandoned_requests_finish(at, result, requests, main.time_limit, what)
     return result, {
         "cpu_seconds": round(cpu_used, 3),
         # The compiler threads' share of cpu_seconds, read in the same window (None: unknown).
@@ -523,10 +560,10 @@ def _run_once(lab: Lab, step: Step, server, options: RunOptions, pin: dict, chil
         "utilization": round(cpu_used / elapsed, 2) if elapsed > 0 else None,
         "load_cpu_seconds": round(load_used, 3),
         "load_utilization": round(load_used / elapsed, 2) if elapsed > 0 else None,
-        "server_cores_idle": _idle_share(idle_before, idle_after, elapsed, pin["server_cpus"]),
+        "server_cores_idle": _idle_share(idle_before, idle_after, elapsed, bench.server_cpus),
         # Everything on the load generator's cores (ab, the driver, a lab's database).
         "load_cores_busy": None if load_idle is None else round(1 - load_idle, 2),
-        "load_cores_cpu_seconds": _busy_seconds(load_idle_before, load_idle_after, elapsed, pin["load_cpus"])}
+        "load_cores_cpu_seconds": _busy_seconds(load_idle_before, load_idle_after, elapsed, bench.load_cpus)}
 
 
 # The longest the driver waits for a server to finish the requests a time-limited run left behind.
@@ -544,16 +581,17 @@ def drain_seconds(concurrency: int, result: LoadResult, requests: int, round_sec
     return min(wait, MAX_DRAIN_SECONDS)
 
 
-def _let_abandoned_requests_finish(step: Step, result: LoadResult, requests: int, round_seconds: float,
-                                   server, progress: Progress, what: str) -> None:
+def _let_abandoned_requests_finish(at: StepBench, result: LoadResult, requests: int, round_seconds: float,
+                                   what: str) -> None:
     """Wait until the requests a time-limited run left behind are done, so that the next round
     or run starts on an idle server and its rate and CPU are its own: on a slow pool those
     requests would otherwise queue ahead of the next round's (lab 02's common pool served
     none of a 2-second warm-up round that started behind them)."""
-    wait = drain_seconds(step.concurrency, result, requests, round_seconds)
+    server = at.server
+    wait = drain_seconds(at.step.concurrency, result, requests, round_seconds)
     if wait < 0.05:
         return
-    progress.update(f"{what}: the server finishes the requests left in flight ({wait:.1f} s)")
+    at.bench.progress.update(f"{what}: the server finishes the requests left in flight ({wait:.1f} s)")
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         if not server.alive():
@@ -565,28 +603,27 @@ class Runs:
     """The measured runs of one step, as they are made (one at a time when steps interleave),
     with the compiler's CPU and the seconds they took, for the step's JIT share."""
 
-    def __init__(self, step: Step, server: Server):
-        self.step, self.server = step, server
+    def __init__(self, at: StepBench):
+        self.at, self.step, self.server = at, at.step, at.server
         self.made: list[tuple[LoadResult, dict, Path, str, int]] = []
-        self.jit_seconds: float | None = 0.0 if _compiler_cpu(server) is not None else None
+        self.jit_seconds: float | None = 0.0 if _compiler_cpu(self.server) is not None else None
         self.seconds = 0.0
         # One ab run and nothing else: its output is the variant's own, with no `runs` list.
-        self.single = step.repeat == 1 and tuple(step.load_tools) == ("ab",)
+        self.single = self.step.repeat == 1 and tuple(self.step.load_tools) == ("ab",)
 
-    def make(self, lab: Lab, repetition: int, options: RunOptions, pin: dict, raw_dir: Path,
-             children: Children, progress: Progress, eta: Eta | None = None,
-             poller: StatusPoller | None = None) -> None:
+    def make(self, repetition: int, poller: StatusPoller | None = None) -> None:
         """Run `repetition` of the step: once with each of its load tools."""
-        step, single = self.step, self.single
+        step, single, bench = self.step, self.single, self.at.bench
         for tool in step.load_tools:
             what = f"{step.seconds} s" if step.seconds else f"{step.requests} requests"
-            progress.step(f"{step.name}: measuring with {tool}"
-                          + ("" if single else f", run {repetition}/{step.repeat}")
-                          + f" ({what}, c={step.concurrency})" + (eta.left() if eta else ""))
-            output = raw_dir / (f"{step.name}.ab.txt" if single else f"{step.name}.{tool}.{repetition}.txt")
+            bench.progress.step(f"{step.name}: measuring with {tool}"
+                                + ("" if single else f", run {repetition}/{step.repeat}")
+                                + f" ({what}, c={step.concurrency})" + bench.left())
+            output = bench.where.raw_dir / (f"{step.name}.ab.txt" if single
+                                            else f"{step.name}.{tool}.{repetition}.txt")
             jit_before, clock_before = _compiler_cpu(self.server), time.monotonic()
-            result, cpu = _run_once(lab, step, self.server, options, pin, children, progress, step.requests,
-                                    output, tool, "measured run", poller=None if self.made else poller)
+            result, cpu = _run_once(self.at, step.requests, output, tool, "measured run",
+                                    poller=None if self.made else poller)
             self.seconds += time.monotonic() - clock_before
             if self.jit_seconds is not None and jit_before is not None:
                 self.jit_seconds += max(0.0, (_compiler_cpu(self.server) or jit_before) - jit_before)
@@ -604,28 +641,28 @@ class Runs:
         return result, cpu, records
 
 
-def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict, raw_dir: Path,
-            children: Children, progress: Progress, eta: Eta | None = None
-            ) -> tuple[LoadResult, dict | None, dict, list[dict]]:
+def measure(at: StepBench) -> tuple[LoadResult, dict | None, dict, list[dict]]:
     """Every run of a step (repeat x load_tools); the variant's numbers come from the median
     run of the first tool. Returns (that run, probe, its CPU, every run as a dict)."""
+    step, server, bench = at.step, at.server, at.bench
+    raw_dir = bench.where.raw_dir
     poller = StatusPoller(server.base_url + step.probe) if step.probe else None
     steal = machine.StealMeter()
-    runs = Runs(step, server)
-    queue = _listen_queue_meter(step, server, pin)
+    runs = Runs(at)
+    queue = _listen_queue_meter(at)
     footprint = (FootprintMeter(server.child.pid).start()
                  if step.watch_footprint and isinstance(server, Server) and server.child else None)
-    pools_timeline = _start_timeline(server, options, progress)
-    profiler = _start_profile(server, options)
+    pools_timeline = _start_timeline(bench, server)
+    profiler = _start_profile(bench, server)
     measured = False
     try:
         for repetition in range(1, step.repeat + 1):
-            runs.make(lab, repetition, options, pin, raw_dir, children, progress, eta, poller)
+            runs.make(repetition, poller)
         measured = True
     finally:
         listen_queue = queue.finish() if queue else None
         footprint_record = footprint.finish() if footprint else None
-        timeline_record = _finish_timeline(pools_timeline, progress)
+        timeline_record = _finish_timeline(pools_timeline, bench.progress)
         folded = _finish_profile(profiler, measured)
     probe = poller.finish() if poller else None
     result, cpu, records = runs.summary(raw_dir, steal.share())
@@ -640,25 +677,25 @@ def measure(lab: Lab, step: Step, server: Server, options: RunOptions, pin: dict
     return result, probe, cpu, records
 
 
-def _start_profile(server, options: RunOptions) -> profile.Profile | None:
+def _start_profile(bench: Bench, server) -> profile.Profile | None:
     """The server's profiler, started (None: no --profile). A server without one fails the run:
     the user asked for the flame graphs."""
-    if not options.profile_ms:
+    if not bench.options.profile_ms:
         return None
     try:
-        return profile.Profile(server.base_url, options.profile_ms, cpu=server.cpu_seconds).start()
+        return profile.Profile(server.base_url, bench.options.profile_ms, cpu=server.cpu_seconds).start()
     except profile.ProfileUnavailable as error:
         raise LabError(f"--profile: {error}") from None
 
 
-def _prime_profiler(server, options: RunOptions, progress: Progress) -> None:
+def _prime_profiler(bench: Bench, server) -> None:
     """With --profile, one recording taken and thrown away before the warm-up. A JVM's first JFR
     recording costs it far more than the ones after: the recorder starts, its classes load and
     compile (measured on lab 04: several seconds at a fraction of the throughput). Done here, that happens while the warm-up waits for the JIT
     to go quiet, not during a measured run."""
-    if options.profile_ms:
-        progress.step("starting the server's flight recorder once before the warm-up (--profile)")
-        _finish_profile(_start_profile(server, options), True)
+    if bench.options.profile_ms:
+        bench.progress.step("starting the server's flight recorder once before the warm-up (--profile)")
+        _finish_profile(_start_profile(bench, server), True)
 
 
 def _finish_profile(profiler: profile.Profile | None, measured: bool) -> profile.Folded | None:
@@ -681,15 +718,15 @@ def _keep_profile(step: Step, folded: profile.Folded, raw_dir: Path) -> dict:
     return profile.summarise(folded, str(path.relative_to(raw_dir.parent)))
 
 
-def _start_timeline(server, options: RunOptions, progress: Progress) -> timeline.Timeline | None:
+def _start_timeline(bench: Bench, server) -> timeline.Timeline | None:
     """The server's pool sampler, started (None: turned off, or the server has none, which the
     run notes)."""
-    if not options.timeline_hz:
+    if not bench.options.timeline_hz:
         return None
     try:
-        return timeline.Timeline(server.base_url, options.timeline_hz).start()
+        return timeline.Timeline(server.base_url, bench.options.timeline_hz).start()
     except timeline.TimelineUnavailable as error:
-        progress.note(f"no timeline of the pools for this step: {error}")
+        bench.progress.note(f"no timeline of the pools for this step: {error}")
         return None
 
 
@@ -703,12 +740,12 @@ def _finish_timeline(sampler: timeline.Timeline | None, progress: Progress) -> d
         return None
 
 
-def _listen_queue_meter(step: Step, server, pin: dict) -> ListenQueueMeter | None:
+def _listen_queue_meter(at: StepBench) -> ListenQueueMeter | None:
     """A started meter of the server's listen queue, where the step asks for one and this machine
     can see the server's socket (a server the driver started here, `ss` installed)."""
-    if not step.watch_listen_queue or not isinstance(server, Server) or not ListenQueueMeter.available():
+    if not at.step.watch_listen_queue or not isinstance(at.server, Server) or not ListenQueueMeter.available():
         return None
-    return ListenQueueMeter(server.port, pin.get("load_cpus")).start()
+    return ListenQueueMeter(at.server.port, at.bench.pin.get("load_cpus")).start()
 
 
 def run_record(result: LoadResult, cpu: dict, output: Path, tool: str, repetition: int, results_dir: Path) -> dict:
@@ -736,9 +773,12 @@ def _check_alive(server: Server, step: Step) -> None:
                            f"({server.log_path}):\n{server.log_tail()}")
 
 
-def variant_record(lab: Lab, step: Step, result: LoadResult, probe: dict | None, cpu: dict, pools: dict,
-                   params: dict, raw_dir: Path, results_dir: Path, calibrated: dict | None = None) -> dict:
-    prediction = model.combine(lab.predict(step, pools, params), calibrated, step.concurrency,
+def variant_record(bench: Bench, step: Step, result: LoadResult, probe: dict | None, cpu: dict, pools: dict,
+                   calibrated: dict | None = None) -> dict:
+    """A step's record in the results: what its runs measured, and what the model predicted from
+    the lab's bound and the calibration."""
+    raw_dir, results_dir = bench.where.raw_dir, bench.where.results_dir
+    prediction = model.combine(bench.lab.predict(step, pools, bench.params), calibrated, step.concurrency,
                                open_loop="RATE" in (step.extra.get("bench_env") or {}))
     predicted = prediction.requests_per_sec
     record = {
@@ -834,8 +874,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
             if busy:
                 progress.note("warning: " + busy)
             measuring_since = results.utc_now()
-            pools, variants, steadiness, spent = _measure_all(lab, params, steps, options, pin, remote, where, children,
-                                                       progress)
+            bench = Bench(lab, params, options, pin, where, children, progress)
+            pools, variants, steadiness, spent = _measure_all(bench, steps, remote)
     except BaseException:
         # A run that did not finish leaves no raw output beside the committed run's (Ctrl-C, a failure).
         shutil.rmtree(where.raw_dir, ignore_errors=True)
@@ -971,15 +1011,16 @@ def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
     return phases + [(f"{name} again", seconds) for name, seconds in steadiness_phases]
 
 
-def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions, pin: dict,
-                 remote: RemoteServer | None, where: Where, children: Children,
-                 progress: Progress) -> tuple[dict, list[dict], dict | None, dict[str, float]]:
+def _measure_all(bench: Bench, steps: list[Step],
+                 remote: RemoteServer | None) -> tuple[dict, list[dict], dict | None, dict[str, float]]:
     """Build, start the services, then one server per set-up: warm up and measure its steps.
     Returns the first server's /pools report, one record per step, how steady the server's
     core was right before the first server and right after the last (machine.steadiness; None
     against a remote server, whose cores the driver cannot reach, or with RunOptions.steadiness
     off), and the seconds each phase took (Eta.spent)."""
-    eta = Eta(plan(steps, options))
+    lab, params, options, pin = bench.lab, bench.params, bench.options, bench.pin
+    where, children, progress = bench.where, bench.children, bench.progress
+    eta = bench.eta = Eta(plan(steps, options))
     eta.begin("build")
     # A remote server's build and services (lab 03's database) belong to its machine.
     script = None if remote else build(lab.dir, children, progress, force=options.rebuild)
@@ -987,13 +1028,12 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
                         else lab.services(Context(children, progress, where.work_dir), params))
     variants: list[dict] = []
     first_pools: dict = {}
-    server_cpus = parse_cpu_list(pin["server_cpus"]) if pin["server_cpus"] is not None else None
     steadiness = None
     eta.begin("services")
     with started_services as services:
         if _times_steadiness(options):
             # With nothing of the run's own on the core: after the build, before any server.
-            steadiness = {"before": _steadiness(server_cpus, progress, eta, "steadiness")}
+            steadiness = {"before": _steadiness(bench.server_cpus, progress, eta, "steadiness")}
         for number, (setup, group) in enumerate(group_by_server(steps)):
             eta.begin(f"start {number}")
             server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
@@ -1005,13 +1045,12 @@ def _measure_all(lab: Lab, params: dict, steps: list[Step], options: RunOptions,
                 server.start(children, progress)
                 pools = lab.inspect_server(server, services)
                 first_pools = first_pools or pools
-                variants += _measure_group(lab, params, group, server, services, pools, options, pin, where,
-                                           children, progress, eta)
+                variants += _measure_group(bench, group, server, services, pools)
             finally:
                 eta.begin(f"stop {number}")
                 server.stop(children)
         if steadiness is not None:
-            steadiness["after"] = _steadiness(server_cpus, progress, eta, "steadiness again")
+            steadiness["after"] = _steadiness(bench.server_cpus, progress, eta, "steadiness again")
         eta.begin("stop services")
     return first_pools, variants, steadiness, eta.spent()
 
@@ -1033,45 +1072,40 @@ def _steadiness(cpus: list[int] | None, progress: Progress, eta: Eta, phase: str
     return found
 
 
-def _measure_group(lab: Lab, params: dict, group: list[Step], server, services: Services, pools: dict,
-                   options: RunOptions, pin: dict, where: Where, children: Children,
-                   progress: Progress, eta: Eta) -> list[dict]:
+def _measure_group(bench: Bench, group: list[Step], server, services: Services, pools: dict) -> list[dict]:
     """The steps that share one server: warm every one up first, then calibrate and measure each
     (or, where the steps interleave, run r of each before run r + 1 of any)."""
-    _prime_profiler(server, options, progress)
+    _prime_profiler(bench, server)
     # The JIT's work for one variant speeds up the others, so measuring right after each one's
     # own warm-up would favour whichever runs last.
     warmups = {}
     for step in group:
-        eta.begin(f"warm {step.name}")
-        warmups[step.name] = warm_up(lab, step, server, options, pin, where.raw_dir, children, progress, eta)
+        bench.eta.begin(f"warm {step.name}")
+        warmups[step.name] = warm_up(StepBench(bench, step, server))
     if _interleaved(group):
-        return _measure_interleaved(lab, params, group, server, services, pools, options, pin, where, children,
-                                    progress, eta, warmups)
+        return _measure_interleaved(bench, group, server, services, pools, warmups)
     records = []
     for step in group:
-        eta.begin(f"measure {step.name}")
+        bench.eta.begin(f"measure {step.name}")
+        at = StepBench(bench, step, server)
         load_before = round(os.getloadavg()[0], 2)
 
         def calibrated_and_measured(first: bool) -> tuple[dict, list | None]:
             # Only the first measurement of a step that warmed up last, right before, can
             # calibrate from its last warm-up round.
-            calibrated = calibration(lab, step, server, options, pin, where.raw_dir, children, progress,
-                                     warmups[step.name] if first else None, first and len(group) == 1,
-                                     pools, eta)
-            result, probe, cpu, runs = measure(lab, step, server, options, pin, where.raw_dir, children, progress,
-                                               eta)
-            return variant_record(lab, step, result, probe, {**cpu, "load_average_before": load_before}, pools,
-                                  params, where.raw_dir, where.results_dir, calibrated), runs
+            calibrated = calibration(at, warmups[at.step.name] if first else None, first and len(group) == 1, pools)
+            result, probe, cpu, runs = measure(at)
+            return variant_record(bench, at.step, result, probe, {**cpu, "load_average_before": load_before}, pools,
+                                  calibrated), runs
 
-        record, runs = _measured_until_they_agree(step, calibrated_and_measured, progress)
+        record, runs = _measured_until_they_agree(step, calibrated_and_measured, bench.progress)
         if runs:
             record["extra"]["runs"] = runs
         if warmups[step.name] is not None:
             record["warmup"] = warmups[step.name]
-        lab.verify_step(step, server, record, services)
+        bench.lab.verify_step(step, server, record, services)
         records.append(record)
-        _print_step(record, progress)
+        _print_step(record, bench.progress)
     return records
 
 
@@ -1135,16 +1169,17 @@ def _calibrated_before(step: Step) -> int:
     return (step.repeat + 1) // 2
 
 
-def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, services: Services, pools: dict,
-                         options: RunOptions, pin: dict, where: Where, children: Children, progress: Progress,
-                         eta: Eta, warmups: dict) -> list[dict]:
+def _measure_interleaved(bench: Bench, group: list[Step], server, services: Services, pools: dict,
+                         warmups: dict) -> list[dict]:
     """Run r of every step before run r + 1 of any: a drift of the server or the machine over the
     measuring phase then weighs on every step alike instead of favouring the steps measured first.
     Each step is calibrated right before its middle run (_calibrated_before); the lab verifies each
     run on its own (verify_step with a record of that run alone; what it adds to the last one's
     `extra` is kept)."""
+    lab, where, progress, eta = bench.lab, bench.where, bench.progress, bench.eta
     steal = machine.StealMeter()
-    runs = {step.name: Runs(step, server) for step in group}
+    at = {step.name: StepBench(bench, step, server) for step in group}
+    runs = {step.name: Runs(at[step.name]) for step in group}
     calibrated, load_before, checked, timelines, folded = {}, {}, {}, {}, {}
     for repetition in range(1, max(step.repeat for step in group) + 1):
         for step in group:
@@ -1154,16 +1189,15 @@ def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, serv
             if repetition == 1:
                 load_before[step.name] = round(os.getloadavg()[0], 2)
             if repetition == _calibrated_before(step):
-                calibrated[step.name] = calibration(lab, step, server, options, pin, where.raw_dir, children,
-                                                    progress, warmups[step.name], False, pools, eta)
+                calibrated[step.name] = calibration(at[step.name], warmups[step.name], False, pools)
             done = len(runs[step.name].made)
             # The timeline of an interleaved step covers its first run.
-            sampler = _start_timeline(server, options, progress) if repetition == 1 else None
+            sampler = _start_timeline(bench, server) if repetition == 1 else None
             # The profile of an interleaved step covers all its runs, not the other steps' between them.
-            profiler = _start_profile(server, options)
+            profiler = _start_profile(bench, server)
             measured = False
             try:
-                runs[step.name].make(lab, repetition, options, pin, where.raw_dir, children, progress, eta)
+                runs[step.name].make(repetition)
                 measured = True
             finally:
                 if sampler is not None:
@@ -1181,8 +1215,7 @@ def _measure_interleaved(lab: Lab, params: dict, group: list[Step], server, serv
         cpu = {**cpu, "load_average_before": load_before[step.name], "timeline": timelines.get(step.name)}
         if step.name in folded:
             cpu["profile"] = _keep_profile(step, folded[step.name], where.raw_dir)
-        record = variant_record(lab, step, result, None, cpu,
-                                pools, params, where.raw_dir, where.results_dir, calibrated[step.name])
+        record = variant_record(bench, step, result, None, cpu, pools, calibrated[step.name])
         record["interleaved"] = True
         # What the lab's check of the step's last run found (lab 04: the filters its chain ran).
         record["extra"].update(checked[step.name]["extra"])

@@ -1,4 +1,5 @@
-"""Helpers for the labs' pytest smoke tests: run the real driver, find what it left behind."""
+"""Helpers for the labs' pytest smoke tests (run the real driver, find what it left behind) and for
+the driver's unit tests (a measuring context with stand-ins)."""
 
 from __future__ import annotations
 
@@ -303,3 +304,23 @@ class FakePostServer:
     def __exit__(self, *exc) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def unit_bench(*, lab=None, params=None, options=None, pin=None, raw_dir: Path = Path("/nonexistent/raw"),
+               results_dir: Path = Path("/nonexistent"), children=None, eta=None):
+    """A measuring context (pul.run.Bench) for a unit test of the driver: what the test does not
+    exercise is None or empty, and nothing may be written (the folders do not exist)."""
+    from .progress import Progress
+    from .run import Bench, RunOptions, Where
+
+    made = Bench(lab, params or {}, options or RunOptions(timeline_hz=0), pin or {},
+                 Where(results_dir, raw_dir, Path("/nonexistent/work")), children, Progress(quiet=True))
+    made.eta = eta
+    return made
+
+
+def unit_step_bench(step, server, **kwargs):
+    """A step on its server (pul.run.StepBench) in a unit_bench(**kwargs)."""
+    from .run import StepBench
+
+    return StepBench(unit_bench(**kwargs), step, server)

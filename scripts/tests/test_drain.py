@@ -13,7 +13,7 @@ from pul import ab, run as run_module
 from pul.errors import NothingCompleted
 from pul.lab import Step
 from pul.procs import Children
-from pul.progress import Progress
+from pul.testing import unit_step_bench
 
 # ab's report when its time limit passed before any response came back (Debian's ab 2.3).
 EMPTY_REPORT = """\
@@ -82,13 +82,12 @@ def _fake_lab(tmp_path: Path, report: str) -> SimpleNamespace:
 def _run_once(tmp_path, report, what, monkeypatch):
     slept = []
     monkeypatch.setattr(run_module, "_let_abandoned_requests_finish",
-                        lambda step, result, requests, seconds, *rest: slept.append(
-                            run_module.drain_seconds(step.concurrency, result, requests, seconds)))
+                        lambda at, result, requests, seconds, *rest: slept.append(
+                            run_module.drain_seconds(at.step.concurrency, result, requests, seconds)))
     step = Step(name="commonpool", endpoint="commonpool", concurrency=50, requests=600, warmup_seconds=2)
-    result, _ = run_module._run_once(_fake_lab(tmp_path, report), step, FakeServer(),
-                                     run_module.RunOptions(timeline_hz=0), {"server_cpus": None, "load_cpus": None},
-                                     Children(), Progress(quiet=True), 600, tmp_path / "out" / "warm.txt",
-                                     "ab", what, seconds=2)
+    at = unit_step_bench(step, FakeServer(), lab=_fake_lab(tmp_path, report),
+                    pin={"server_cpus": None, "load_cpus": None}, children=Children())
+    result, _ = run_module._run_once(at, 600, tmp_path / "out" / "warm.txt", "ab", what, seconds=2)
     return result, slept
 
 
@@ -120,7 +119,6 @@ def test_empty_rounds_never_settle_a_warm_up(monkeypatch):
     monkeypatch.setattr(run_module, "_run_once", fake_run)
     step = Step(name="s", endpoint="s", concurrency=50, requests=600, warmup_requests=600,
                 warmup_jit_quiet=None)
-    warm = run_module.warm_up(None, step, SimpleNamespace(pools=lambda: {}), run_module.RunOptions(timeline_hz=0),
-                              {}, Path("/nonexistent"), None, Progress(quiet=True))
+    warm = run_module.warm_up(unit_step_bench(step, SimpleNamespace(pools=lambda: {})))
     assert warm["settled"]
     assert [r["requests_per_sec"] for r in warm["rounds"]] == [0.0, 0.0, 0.0, 30.0, 29.0]

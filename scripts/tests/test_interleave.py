@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -10,7 +9,8 @@ import pytest
 from pul import run as run_module
 from pul.errors import LabError
 from pul.lab import Step
-from pul.progress import Eta, Progress
+from pul.progress import Eta
+from pul.testing import unit_bench
 
 
 def _step(name: str, **kwargs) -> Step:
@@ -25,18 +25,18 @@ class Recorder:
         self.events: list[tuple[str, str, int | None]] = []
         rate = iter(range(1000, 100_000, 10))
 
-        def fake_calibration(_lab, step, *_args, **_kwargs):
-            self.events.append(("calibrate", step.name, None))
+        def fake_calibration(at, *_args, **_kwargs):
+            self.events.append(("calibrate", at.step.name, None))
             return None
 
-        def fake_run_once(_lab, step, *_args, **_kwargs):
-            self.events.append(("run", step.name, None))
+        def fake_run_once(at, *_args, **_kwargs):
+            self.events.append(("run", at.step.name, None))
             return (SimpleNamespace(requests_per_sec=next(rate), complete=500, command="ab", duration_s=1.0,
                                     mean_ms=1.0, pct=lambda _p: 1.0, failed=0, non_2xx=0),
                     {"cpu_seconds": 0.5, "utilization": 0.5, "load_cpu_seconds": 0.2, "load_utilization": 0.2,
                      "server_cores_idle": 0.5, "load_cores_busy": 0.3})
 
-        def fake_record(_lab, step, result, probe, cpu, *_args, **_kwargs):
+        def fake_record(_bench, step, result, probe, cpu, *_args, **_kwargs):
             return {"name": step.name, "requests_per_sec": result.requests_per_sec, "extra": {},
                     "steal": cpu["steal_share"]}
 
@@ -53,10 +53,8 @@ class Recorder:
         self.lab = SimpleNamespace(verify_step=fake_verify)
 
     def measure(self, steps: list[Step]) -> list[dict]:
-        where = SimpleNamespace(raw_dir=Path("/nonexistent/raw"), results_dir=Path("/nonexistent"))
-        return run_module._measure_interleaved(
-            self.lab, {}, steps, SimpleNamespace(), None, {}, run_module.RunOptions(timeline_hz=0), {}, where, None,
-            Progress(quiet=True), Eta([]), {step.name: None for step in steps})
+        return run_module._measure_interleaved(unit_bench(lab=self.lab, eta=Eta([])), steps, SimpleNamespace(),
+                                               None, {}, {step.name: None for step in steps})
 
 
 def test_runs_go_round_by_round_each_step_calibrated_before_its_middle_run(monkeypatch):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from pul import run as run_module
 from pul.errors import ServerFailed
 from pul.lab import Step
-from pul.progress import Progress
+from pul.testing import unit_step_bench
 
 
 class FakeServer:
@@ -45,8 +44,7 @@ def _warm_up(monkeypatch, rates, step, server, cpu_seconds=2.0, jit_cpu_seconds=
 
     monkeypatch.setattr(run_module, "_run_once", fake_run)
     monkeypatch.setattr(run_module.time, "monotonic", iter(range(0, 10_000, 2)).__next__)  # 2 s rounds
-    return run_module.warm_up(None, step, server, run_module.RunOptions(timeline_hz=0), {}, Path("/nonexistent"), None,
-                               Progress(quiet=True))
+    return run_module.warm_up(unit_step_bench(step, server))
 
 
 def _step(**kwargs):
@@ -140,8 +138,7 @@ def test_calibration_takes_the_median_of_its_own_rounds(monkeypatch):
 
     monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
     step = _step(calibration_rounds=3)
-    found = run_module.calibration(None, step, SimpleNamespace(cpu_source="proc"), run_module.RunOptions(timeline_hz=0),
-                                   {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
+    found = run_module.calibration(unit_step_bench(step, SimpleNamespace(cpu_source="proc"), pin={"load_cpus": None}),
                                    None, False, {"available_processors": 1})
     assert found["server_cpu_ms"] == 0.35
     assert found["server_cpu_ms_spread"] == [0.33, 0.45] and found["rounds"] == 3
@@ -160,8 +157,7 @@ def test_the_shared_cores_cpu_per_request_is_the_least_of_the_calibrating_rounds
     warmup = {"settled": True, "rounds": [
         {"requests_per_sec": 200, "complete": 375, "server_cpu_ms": 1.2, "load_cpu_ms": 0.4, "load_cores_cpu_ms": 6.0},
         {"requests_per_sec": 300, "complete": 375, "server_cpu_ms": 0.9, "load_cpu_ms": 0.3, "load_cores_cpu_ms": 3.1}]}
-    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(timeline_hz=0),
-                                   {"load_cpus": "1"}, Path("/nonexistent"), None, Progress(quiet=True),
+    found = run_module.calibration(unit_step_bench(_step(), SimpleNamespace(cpu_source="proc"), pin={"load_cpus": "1"}),
                                    warmup, False, {"available_processors": 1})
     # The two latest rounds calibrate: the warm-up's first (a cold start, 6.0 ms) does not count.
     assert found["load_cores_cpu_ms"] == 3.1
@@ -231,8 +227,7 @@ def test_the_compiler_is_pinned_back_when_a_round_fails(monkeypatch):
 
     monkeypatch.setattr(run_module, "_run_once", failing_run)
     with pytest.raises(ServerFailed):
-        run_module.warm_up(None, _step(), server, run_module.RunOptions(timeline_hz=0), {}, Path("/nonexistent"), None,
-                           Progress(quiet=True))
+        run_module.warm_up(unit_step_bench(_step(), server))
     assert server.moves == ["released", "pinned"]
 
 
@@ -256,16 +251,16 @@ def test_a_roaming_last_round_does_not_calibrate(monkeypatch):
     # round of its own, pinned.
     own = []
 
-    def fake_warm_up(_lab, step, *_args, **_kwargs):
-        own.append(step.warmup_max_rounds)
+    def fake_warm_up(at):
+        own.append(at.step.warmup_max_rounds)
         return {"settled": True, "rounds": [{"requests_per_sec": 1000, "complete": 2000,
                                               "server_cpu_ms": 0.5, "load_cpu_ms": 0.1}]}
 
     monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
     warmup = {"settled": True, "rounds": [{"requests_per_sec": 900, "complete": 1800, "server_cpu_ms": 0.7,
                                            "load_cpu_ms": 0.1, "compiler_roamed": True}]}
-    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(timeline_hz=0),
-                                   {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
+    proc = SimpleNamespace(cpu_source="proc")
+    found = run_module.calibration(unit_step_bench(_step(), proc, pin={"load_cpus": None}),
                                    warmup, True, {"available_processors": 1})
     assert own == [1] and found["server_cpu_ms"] == 0.5
 
@@ -280,9 +275,9 @@ def test_the_bound_keeps_only_the_compiler_share_every_calibrating_round_shows(m
                                               "load_cpu_ms": 0.1, "jit_share": shares.pop(0), "jit_cpu_ms": 0.01}]}
 
     monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
-    found = run_module.calibration(None, _step(calibration_rounds=3), SimpleNamespace(cpu_source="proc"),
-                                   run_module.RunOptions(timeline_hz=0), {"load_cpus": None}, Path("/nonexistent"), None,
-                                   Progress(quiet=True), None, False, {"available_processors": 1})
+    found = run_module.calibration(unit_step_bench(_step(calibration_rounds=3), SimpleNamespace(cpu_source="proc"),
+                                              pin={"load_cpus": None}),
+                                   None, False, {"available_processors": 1})
     assert found["jit_share"] == 0.01
     read = {"jit_cpu_ms": 0.05}
     assert run_module._lasting_compiler_share([{"jit_share": 0.3, "compiler_roamed": True, **read},
@@ -304,8 +299,8 @@ def _recalibrate(monkeypatch, cpu_ms, warmup):
                                               "server_cpu_ms": ms, "load_cpu_ms": 0.1}]}
 
     monkeypatch.setattr(run_module, "warm_up", fake_warm_up)
-    found = run_module.calibration(None, _step(), SimpleNamespace(cpu_source="proc"), run_module.RunOptions(timeline_hz=0),
-                                   {"load_cpus": None}, Path("/nonexistent"), None, Progress(quiet=True),
+    proc = SimpleNamespace(cpu_source="proc")
+    found = run_module.calibration(unit_step_bench(_step(), proc, pin={"load_cpus": None}),
                                    warmup, True, {"available_processors": 1})
     return found, asked
 
@@ -371,8 +366,7 @@ def _instrumented_warm_up(monkeypatch, step, unavailable=False):
 
     monkeypatch.setattr(run_module, "_run_once", fake_run)
     server = SimpleNamespace(base_url="http://127.0.0.1:1", pools=lambda: {}, alive=lambda: True)
-    return run_module.warm_up(None, step, server, run_module.RunOptions(timeline_hz=7), {}, Path("/nonexistent"),
-                              None, Progress(quiet=True))
+    return run_module.warm_up(unit_step_bench(step, server, options=run_module.RunOptions(timeline_hz=7)))
 
 
 def test_warm_up_and_calibration_rounds_run_under_the_measured_runs_instruments(monkeypatch):
