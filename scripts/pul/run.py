@@ -77,8 +77,8 @@ class Bench:
     children: Children
     progress: Progress
     eta: Eta | None = None
-    server_cpus: list[int] | None = field(init=False)
-    load_cpus: list[int] | None = field(init=False)
+    server_cpus: set[int] | None = field(init=False)
+    load_cpus: set[int] | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.server_cpus = parse_cpu_list(self.pin["server_cpus"]) if self.pin.get("server_cpus") else None
@@ -89,7 +89,7 @@ class Bench:
         return self.eta.left() if self.eta else ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StepBench:
     """One step on the server that runs it, in its run: what warming it up, calibrating it and
     measuring it need."""
@@ -489,7 +489,7 @@ def median_round(rounds: list[dict]) -> dict | None:
     return told[(len(told) - 1) // 2] if told else None
 
 
-def _idle_seconds(cpus: list[int] | None) -> float | None:
+def _idle_seconds(cpus: set[int] | None) -> float | None:
     """Idle time so far of these cores (/proc/stat): tells a server that waited from one whose
     core other programs took."""
     if cpus is None:
@@ -504,7 +504,7 @@ def _idle_seconds(cpus: list[int] | None) -> float | None:
 
 
 def _idle_share(before: float | None, after: float | None, elapsed: float,
-                cpus: list[int] | None) -> float | None:
+                cpus: set[int] | None) -> float | None:
     """Share of these cores' time spent idle between two _idle_seconds readings (None: unknown)."""
     if before is None or after is None or elapsed <= 0:
         return None
@@ -513,7 +513,7 @@ def _idle_share(before: float | None, after: float | None, elapsed: float,
 
 
 def _busy_seconds(idle_before: float | None, idle_after: float | None, elapsed: float,
-                  cpus: list[int] | None) -> float | None:
+                  cpus: set[int] | None) -> float | None:
     """CPU time these cores spent on anything between two _idle_seconds readings (None: unknown)."""
     if idle_before is None or idle_after is None or elapsed <= 0:
         return None
@@ -1060,7 +1060,7 @@ def _times_steadiness(options: RunOptions) -> bool:
     return options.steadiness and not options.target
 
 
-def _steadiness(cpus: list[int] | None, progress: Progress, eta: Eta, phase: str) -> dict | None:
+def _steadiness(cpus: set[int] | None, progress: Progress, eta: Eta, phase: str) -> dict | None:
     """machine.steadiness as the run's `phase` (plan), saying so when the loop could not run (the
     run goes on without it)."""
     eta.begin(phase)

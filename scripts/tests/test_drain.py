@@ -86,7 +86,7 @@ def _run_once(tmp_path, report, what, monkeypatch):
                             run_module.drain_seconds(at.step.concurrency, result, requests, seconds)))
     step = Step(name="commonpool", endpoint="commonpool", concurrency=50, requests=600, warmup_seconds=2)
     at = unit_step_bench(step, FakeServer(), lab=_fake_lab(tmp_path, report),
-                    pin={"server_cpus": None, "load_cpus": None}, children=Children())
+                         pin={"server_cpus": None, "load_cpus": None}, children=Children())
     result, _ = run_module._run_once(at, 600, tmp_path / "out" / "warm.txt", "ab", what, seconds=2)
     return result, slept
 

@@ -249,10 +249,12 @@ def test_a_calibration_round_never_moves_the_compiler(monkeypatch):
 def test_a_roaming_last_round_does_not_calibrate(monkeypatch):
     # Its CPU readings on the load generator's cores include the compiler's: the calibration runs a
     # round of its own, pinned.
-    own = []
+    # The round sends the step's own warm-up requests (100; not --warmup's 5), in the run's time
+    # left.
+    own, eta = [], object()
 
     def fake_warm_up(at):
-        own.append(at.step.warmup_max_rounds)
+        own.append((at.step.warmup_max_rounds, at.step.warmup_requests, at.bench.options.warmup, at.bench.eta))
         return {"settled": True, "rounds": [{"requests_per_sec": 1000, "complete": 2000,
                                               "server_cpu_ms": 0.5, "load_cpu_ms": 0.1}]}
 
@@ -260,9 +262,10 @@ def test_a_roaming_last_round_does_not_calibrate(monkeypatch):
     warmup = {"settled": True, "rounds": [{"requests_per_sec": 900, "complete": 1800, "server_cpu_ms": 0.7,
                                            "load_cpu_ms": 0.1, "compiler_roamed": True}]}
     proc = SimpleNamespace(cpu_source="proc")
-    found = run_module.calibration(unit_step_bench(_step(), proc, pin={"load_cpus": None}),
+    options = run_module.RunOptions(timeline_hz=0, warmup=5)
+    found = run_module.calibration(unit_step_bench(_step(), proc, pin={"load_cpus": None}, options=options, eta=eta),
                                    warmup, True, {"available_processors": 1})
-    assert own == [1] and found["server_cpu_ms"] == 0.5
+    assert own == [(1, 100, None, eta)] and found["server_cpu_ms"] == 0.5
 
 
 def test_the_bound_keeps_only_the_compiler_share_every_calibrating_round_shows(monkeypatch):
