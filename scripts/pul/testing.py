@@ -214,6 +214,38 @@ def within_model(label: str, v: dict, band: tuple[float, float] = MODEL_BAND) ->
     within(f"{label} over the smooth upper end", v["requests_per_sec"] / upper, high=band[1], context=v)
 
 
+def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_BAND,
+                      core_busy: float = 0.85) -> tuple[float, list[str], bool]:
+    """A step the server's core binds, its measurement over its prediction taken apart (the
+    misses, not raised): how fully the run used the core the compiler left (measured over the
+    bound the run's own CPU per request gives: the model's claim, within `band`), the core busy
+    (at least `core_busy`), and how well the calibration before the run held (the serving drift,
+    pul.model.serving_drift, within `limit`, or the driver measured the step as often as it does,
+    pul.model.MEASUREMENTS). The prediction's own band follows from the two: band[0] / (1 + limit)
+    to band[1] / (1 - limit), of its bound or, for a range, over its floor and under its upper end.
+    Returns (the first, the misses, whether the calibration never held)."""
+    drift = model.serving_drift(v)
+    # The core's use by serving: the rate times the run's own CPU per request, the compiler's part
+    # left out of both, over the cores the compiler left.
+    jit = v.get("jit_share") or 0.0
+    cores = (v.get("calibration") or {}).get("server_cores") or 1
+    serving_ms = v["server_cpu_ms_per_request"] - jit * 1000 / v["requests_per_sec"]
+    used = v["requests_per_sec"] * serving_ms / 1000 / (cores - jit)
+    misses = [band_miss(f"{v['name']} measured over the bound at the run's own CPU per request", used, *band),
+              band_miss(f"{v['name']} server core busy", v["server_cpu_utilization"], core_busy)]
+    unsteady = len((v.get("extra") or {}).get("remeasured") or []) == model.MEASUREMENTS - 1 and abs(drift) > limit
+    if not unsteady:
+        misses.append(band_miss(f"{v['name']} serving drift", abs(drift), high=limit))
+        low, high = band[0] / (1 + limit), band[1] / (1 - limit)
+        upper = v.get("predicted_upper_requests_per_sec")
+        if upper:
+            misses += [band_miss(f"{v['name']} over the convoy floor", v["measured_over_predicted"], low),
+                       band_miss(f"{v['name']} over the smooth upper end", v["requests_per_sec"] / upper, high=high)]
+        else:
+            misses.append(band_miss(f"{v['name']} measured/predicted", with_the_runs_compiler(v), low, high))
+    return used, [m for m in misses if m], unsteady
+
+
 def decided_at_the_core(v: dict) -> bool:
     """Whether the calibrated CPU per request makes a variant's prediction: a step the server's core
     binds, or requests in flight in a convoy at the core (the range keeps their name,

@@ -314,3 +314,33 @@ def test_a_step_sets_its_own_limit():
     # +12% passes the default quarter but not a step's 10%.
     assert "remeasured" not in _measured_again([0.38])[0]["extra"]
     assert len(_measured_again([0.38, 0.34], limit=0.10)[2]) == 2
+
+
+def _at_the_core(**changes):
+    # Lab 06's virtual-c=1000 in a census run: a range at the core, 1,779-1,880 req/s from 0.532 ms
+    # calibrated; it served 2,350 req/s at 0.427 ms a request (-20%), the core 99% busy.
+    v = {"name": "virtual-c=1000", "bound_by": "server CPU", "requests_per_sec": 2349.63,
+         "measured_over_predicted": 1.32, "predicted_upper_requests_per_sec": 1879.7,
+         "server_cpu_ms_per_request": 0.427, "server_cpu_utilization": 0.99, "jit_share": 0.0,
+         "calibration": {"server_cpu_ms": 0.532, "jit_share": 0.0}, "extra": {}}
+    return {**v, **changes}
+
+
+def test_a_step_at_the_core_is_checked_as_its_use_of_the_core_and_its_calibrations_drift():
+    from pul.testing import check_at_the_core
+
+    used, misses, unsteady = check_at_the_core(_at_the_core(), 0.15)
+    # The run used all of the core (2,349.63 x 0.427 ms = 1.003); the calibration did not hold, by
+    # more than a step with this limit is left at (the driver measures it again), while 1.25 of
+    # the upper end is inside the band that limit allows (to 1.10 / 0.85).
+    assert used == pytest.approx(1.003, abs=1e-3) and not unsteady
+    assert [m.split(":")[0] for m in misses] == ["virtual-c=1000 serving drift"]
+    # Measured three times and still off: named, not failed, if it used the core.
+    earlier = [{"serving_drift": -0.2}, {"serving_drift": 0.18}]
+    used, misses, unsteady = check_at_the_core(_at_the_core(extra={"remeasured": earlier}), 0.15)
+    assert unsteady and misses == []
+    # An idle core fails whatever the drift: the core did not bind.
+    _, misses, _ = check_at_the_core(_at_the_core(server_cpu_utilization=0.5, server_cpu_ms_per_request=0.2,
+                                                  requests_per_sec=2500.0), 0.15)
+    assert any("server core busy" in m for m in misses)
+    assert any("own CPU per request" in m for m in misses)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 # A step the core binds is calibrated on rounds of a second or so: its CPU per request moves
 # between calibration and run more than a thread's wait does (lab 06's CPU_STEP_BAND; lab 05's
-# echo takes the two apart, check_an_echo_step).
+# and lab 06's core-bound steps take the two apart, pul.testing.check_at_the_core).
 CPU_STEP_BAND = (0.75, 1.25)
 
 CASES = {

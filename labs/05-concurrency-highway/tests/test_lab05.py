@@ -13,11 +13,11 @@ import statistics
 
 import pytest
 
-from pul import model, timeline
+from pul import timeline
 
 from pul.testing import (
-    SMOKE_RESULTS_VARIABLE, band_miss, check_the_model_predicted, run_lab, this_lab,
-    with_the_runs_compiler, within, within_model)
+    SMOKE_RESULTS_VARIABLE, band_miss, check_at_the_core, check_the_model_predicted, run_lab, this_lab,
+    within, within_model)
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -235,25 +235,6 @@ ECHO_CORE_BUSY = 0.85
 ECHO_UNSTEADY_SHARE = 1 / 3
 
 
-def check_an_echo_step(v: dict, limit: float) -> tuple[float, list[str], bool]:
-    """An echo step's measurement over its prediction, taken apart: how fully the run used the core
-    the compiler left (measured over the bound the run's own CPU per request gives: the model's
-    claim, within BAND), and how well the calibration before it held (the serving drift, within
-    `limit`, or the driver measured the step as often as it does). The prediction's own band
-    follows from the two. Returns (the first, the misses, whether the calibration never held)."""
-    misses = []
-    ratio = with_the_runs_compiler(v)
-    drift = model.serving_drift(v)
-    used = ratio * (1 + drift)
-    misses.append(band_miss(f"{v['name']} measured over the bound at the run's own CPU per request", used, *BAND))
-    misses.append(band_miss(f"{v['name']} server core busy", v["server_cpu_utilization"], ECHO_CORE_BUSY))
-    unsteady = len((v.get("extra") or {}).get("remeasured") or []) == model.MEASUREMENTS - 1 and abs(drift) > limit
-    if not unsteady:
-        misses.append(band_miss(f"{v['name']} serving drift", abs(drift), high=limit))
-        misses.append(band_miss(f"{v['name']} measured/predicted", ratio, BAND[0] / (1 + limit), BAND[1] / (1 - limit)))
-    return used, [m for m in misses if m], unsteady
-
-
 def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
     closed = [v for v in smoke["variants"] if v["extra"].get("sweep") in ("echo", "fixed")]
     echo_used, unsteady = [], []
@@ -278,7 +259,7 @@ def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
             continue
         ratio = v["measured_over_predicted"]
         if v["extra"]["sweep"] == "echo" and v["bound_by"] == "server CPU":
-            used, missed, host_moved = check_an_echo_step(v, driver.REMEASURE_DRIFT)
+            used, missed, host_moved = check_at_the_core(v, driver.REMEASURE_DRIFT, BAND, ECHO_CORE_BUSY)
             echo_used.append(used)
             unsteady += [v["name"]] if host_moved else []
             misses += [(*seen, miss, v["calibration"]) for miss in missed]
