@@ -39,14 +39,6 @@ HIGH_WARMUP_SECONDS = 3
 CALIBRATION_ROUND_FACTOR = 5
 # The pinned variant serves ~33 req/s: one round is enough to start it, none settles faster.
 PINNED_WARMUP_SECONDS = 3
-# A step the server's core binds (the c=1000 variants) whose run served each request with more
-# than this share more or less CPU than its calibration is calibrated and measured again (pul.run,
-# at most pul.model.MEASUREMENTS times). The driver's default quarter: at c=1000 a calibration
-# round (a burst of a thousand connections) and the run differ by more than lab 05's echo does, and
-# not by chance. A census run served virtual-c=1000 at 0.427 ms against 0.532 ms calibrated (-20%);
-# with 15% here, one of the two repetitions of census 2026-12-06-lab06-core measured it three
-# times, off by more than that each time (its part took 296 s, the other's 245 s).
-CORE_REMEASURE_DRIFT = model.REMEASURE_DRIFT
 # Queries /calibrate times alone, after its own warm-up.
 CALIBRATION_RUNS = 50
 # Most connections a step may ask for: the throwaway cluster allows 100.
@@ -122,7 +114,6 @@ class VirtualThreads(Lab):
         # (0.31-0.50 ms in the same set-up): longer rounds, and the median of three calibrates.
         footprint = {"concurrency": high, "watch_listen_queue": True, "warmup_seconds": HIGH_WARMUP_SECONDS,
                      "calibration_rounds": 3, "calibration_requests": CALIBRATION_ROUND_FACTOR * high,
-                     "remeasure_drift": CORE_REMEASURE_DRIFT,
                      "extra": {"group": "footprint"}}
         return [
             # Thread-bound far below the core: the JIT's progress does not move its rate, so no

@@ -274,19 +274,14 @@ def _instruments_as_measured(at: StepBench):
     measured run, they made the JIT compiler throw away the request path's optimised code and
     compile it again there, on lab 05's echo at c=1 with 26% of the core, after a warm-up that
     ended with it idle (0.63-0.78 of the bound against 1.03 with the timeline off)."""
-    sampler, hz = None, at.bench.options.timeline_hz
-    if hz:
-        with contextlib.suppress(timeline.TimelineUnavailable):
-            sampler = timeline.Timeline(at.server.base_url, hz).start()
-    poller = StatusPoller(at.server.base_url + at.step.probe) if at.step.probe else None
+    sampler = _start_timeline(at.bench, at.server, say=False)
+    poller = _status_poller(at)
     try:
         yield poller
     finally:
         if poller is not None:
             poller.finish()
-        if sampler is not None:
-            with contextlib.suppress(timeline.TimelineUnavailable):
-                sampler.finish()
+        _finish_timeline(sampler, None)
 
 
 def warm_up(at: StepBench) -> dict | None:
@@ -646,7 +641,7 @@ def measure(at: StepBench) -> tuple[LoadResult, dict | None, dict, list[dict]]:
     run of the first tool. Returns (that run, probe, its CPU, every run as a dict)."""
     step, server, bench = at.step, at.server, at.bench
     raw_dir = bench.where.raw_dir
-    poller = StatusPoller(server.base_url + step.probe) if step.probe else None
+    poller = _status_poller(at)
     steal = machine.StealMeter()
     runs = Runs(at)
     queue = _listen_queue_meter(at)
@@ -718,26 +713,34 @@ def _keep_profile(step: Step, folded: profile.Folded, raw_dir: Path) -> dict:
     return profile.summarise(folded, str(path.relative_to(raw_dir.parent)))
 
 
-def _start_timeline(bench: Bench, server) -> timeline.Timeline | None:
+def _start_timeline(bench: Bench, server, say: bool = True) -> timeline.Timeline | None:
     """The server's pool sampler, started (None: turned off, or the server has none, which the
-    run notes)."""
+    run notes where `say`)."""
     if not bench.options.timeline_hz:
         return None
     try:
         return timeline.Timeline(server.base_url, bench.options.timeline_hz).start()
     except timeline.TimelineUnavailable as error:
-        bench.progress.note(f"no timeline of the pools for this step: {error}")
+        if say:
+            bench.progress.note(f"no timeline of the pools for this step: {error}")
         return None
 
 
-def _finish_timeline(sampler: timeline.Timeline | None, progress: Progress) -> dict | None:
+def _finish_timeline(sampler: timeline.Timeline | None, progress: Progress | None) -> dict | None:
+    """The sampler's timeline (None where it has none; a failure noted, unless `progress` is None)."""
     if sampler is None:
         return None
     try:
         return sampler.finish()
     except timeline.TimelineUnavailable as error:
-        progress.note(f"no timeline of the pools for this step: {error}")
+        if progress is not None:
+            progress.note(f"no timeline of the pools for this step: {error}")
         return None
+
+
+def _status_poller(at: StepBench) -> StatusPoller | None:
+    """The step's /status poller, not started (None: the step has no probe)."""
+    return StatusPoller(at.server.base_url + at.step.probe) if at.step.probe else None
 
 
 def _listen_queue_meter(at: StepBench) -> ListenQueueMeter | None:

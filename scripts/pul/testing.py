@@ -202,16 +202,26 @@ def within(label: str, value: float, low: float | None = None, high: float | Non
 MODEL_BAND = (0.85, 1.10)
 
 
-def within_model(label: str, v: dict, band: tuple[float, float] = MODEL_BAND) -> None:
-    """A variant's measurement against its prediction: within `band` of its bound, or, for a
+def model_misses(label: str, v: dict, band: tuple[float, float] = MODEL_BAND,
+                 ratio: float | None = None) -> list[str]:
+    """A variant's measurement against its prediction, the misses (band_miss lines, recorded for
+    the census): within `band` of its bound (`ratio`, else measured_over_predicted), or, for a
     range (pul.model.CONVOY), over band's low end of the convoy's floor and under band's high end
-    of the smooth upper end (both recorded for the census)."""
+    of the smooth upper end."""
     upper = v.get("predicted_upper_requests_per_sec")
     if not upper:
-        within(f"{label} measured/predicted", v["measured_over_predicted"], *band, context=v)
-        return
-    within(f"{label} over the convoy floor", v["measured_over_predicted"], band[0], context=v)
-    within(f"{label} over the smooth upper end", v["requests_per_sec"] / upper, high=band[1], context=v)
+        misses = [band_miss(f"{label} measured/predicted",
+                            v["measured_over_predicted"] if ratio is None else ratio, *band)]
+    else:
+        misses = [band_miss(f"{label} over the convoy floor", v["measured_over_predicted"], band[0]),
+                  band_miss(f"{label} over the smooth upper end", v["requests_per_sec"] / upper, high=band[1])]
+    return [m for m in misses if m]
+
+
+def within_model(label: str, v: dict, band: tuple[float, float] = MODEL_BAND) -> None:
+    """Assert a variant's measurement against its prediction (model_misses)."""
+    misses = model_misses(label, v, band)
+    assert not misses, "; ".join(misses) + f"; {v}"
 
 
 def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_BAND,
@@ -225,24 +235,19 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     to band[1] / (1 - limit), of its bound or, for a range, over its floor and under its upper end.
     Returns (the first, the misses, whether the calibration never held)."""
     drift = model.serving_drift(v)
-    # The core's use by serving: the rate times the run's own CPU per request, the compiler's part
-    # left out of both, over the cores the compiler left.
+    # The core's use by serving: the rate times the run's own serving CPU per request (the
+    # calibration's, moved by the drift), over the cores the compiler left.
     jit = v.get("jit_share") or 0.0
-    cores = (v.get("calibration") or {}).get("server_cores") or 1
-    serving_ms = v["server_cpu_ms_per_request"] - jit * 1000 / v["requests_per_sec"]
-    used = v["requests_per_sec"] * serving_ms / 1000 / (cores - jit)
+    calibration = v.get("calibration") or {}
+    serving_ms = calibration["server_cpu_ms"] * (1 + drift)
+    used = v["requests_per_sec"] * serving_ms / 1000 / ((calibration.get("server_cores") or 1) - jit)
     misses = [band_miss(f"{v['name']} measured over the bound at the run's own CPU per request", used, *band),
               band_miss(f"{v['name']} server core busy", v["server_cpu_utilization"], core_busy)]
     unsteady = len((v.get("extra") or {}).get("remeasured") or []) == model.MEASUREMENTS - 1 and abs(drift) > limit
     if not unsteady:
         misses.append(band_miss(f"{v['name']} serving drift", abs(drift), high=limit))
-        low, high = band[0] / (1 + limit), band[1] / (1 - limit)
-        upper = v.get("predicted_upper_requests_per_sec")
-        if upper:
-            misses += [band_miss(f"{v['name']} over the convoy floor", v["measured_over_predicted"], low),
-                       band_miss(f"{v['name']} over the smooth upper end", v["requests_per_sec"] / upper, high=high)]
-        else:
-            misses.append(band_miss(f"{v['name']} measured/predicted", with_the_runs_compiler(v), low, high))
+        misses += model_misses(v["name"], v, (band[0] / (1 + limit), band[1] / (1 - limit)),
+                               ratio=with_the_runs_compiler(v))
     return used, [m for m in misses if m], unsteady
 
 

@@ -16,8 +16,8 @@ import pytest
 from pul import timeline
 
 from pul.testing import (
-    SMOKE_RESULTS_VARIABLE, band_miss, check_at_the_core, check_the_model_predicted, run_lab, this_lab,
-    within, within_model)
+    SMOKE_RESULTS_VARIABLE, band_miss, check_at_the_core, check_the_model_predicted, model_misses, run_lab,
+    this_lab, within, within_model)
 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
@@ -53,7 +53,7 @@ def test_every_step_ran_named_by_its_concurrency_without_failures(smoke):
     echo = sweep(smoke, "")
     top = smoke["params"]["max_concurrency"]
     assert top == TOP or os.environ.get(SMOKE_RESULTS_VARIABLE), "the smoke run's --max-concurrency did not take"
-    assert [v["concurrency"] for v in echo] == this_lab(__file__).module("driver").ladder(top)
+    assert [v["concurrency"] for v in echo] == driver.ladder(top)
     for v in echo:
         assert v["name"] == f"c={v['concurrency']}"
     for v in smoke["variants"]:
@@ -267,12 +267,7 @@ def test_every_closed_loop_step_lands_on_the_bound_the_model_names(smoke):
         if v.get("predicted_upper_requests_per_sec"):
             # Cars below the lanes, in lockstep (pul.model.CONVOY): over the convoy floor, under
             # the smooth upper end.
-            upper = v["predicted_upper_requests_per_sec"]
-            for miss in (band_miss(f"{v['name']} over the convoy floor", ratio, BAND[0]),
-                         band_miss(f"{v['name']} over the smooth upper end", v["requests_per_sec"] / upper,
-                                   high=BAND[1])):
-                if miss:
-                    misses.append((*seen, miss, v["bounds"]))
+            misses += [(*seen, miss, v["bounds"]) for miss in model_misses(v["name"], v, BAND)]
             continue
         else:
             low, high = BAND

@@ -50,7 +50,13 @@ def in_band(v: dict) -> None:
     (pul.testing.check_at_the_core, at the step's re-measure limit); where the calibrated CPU per
     request makes a range at the core without binding it, the core's band."""
     if model.serving_drift(v) is not None:
-        _, misses, _ = check_at_the_core(v, LAB.module("driver").CORE_REMEASURE_DRIFT, BAND)
+        # The driver's default re-measure limit, a quarter: at c=1000 a calibration round (a burst
+        # of a thousand connections) and the run differ by more than lab 05's echo steps do, and
+        # not by chance. A census run served virtual-c=1000 at 0.427 ms against 0.532 ms
+        # calibrated (-20%); with 15%, one of the two repetitions of census 2026-12-06-lab06-core
+        # measured it three times, off by more than that each time (its part took 296 s, the
+        # other's 245 s).
+        _, misses, _ = check_at_the_core(v, model.REMEASURE_DRIFT, BAND)
         assert not misses, (misses, v)
         return
     within_model(v["name"], v, CPU_STEP_BAND if decided_at_the_core(v) else BAND)
