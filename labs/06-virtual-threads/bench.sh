@@ -11,6 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/bench.sh"
 declare -A PATHS=(
   [blocking-default]=/blocking/default
   [blocking-pool]=/blocking/pool
+  [blocking-per-request-pool]=/blocking/per-request-pool
   [blocking-virtual]=/blocking/virtual
   [scala-virtual]=/scala/virtual
   [virtual-synchronized]=/blocking/virtual-synchronized

@@ -8,9 +8,12 @@ each a group of variants:
   pinning     the same work inside a `synchronized` block on virtual threads, on Java 25 and 21,
               with plain virtual threads on Java 21 beside it;
   footprint   c=1000 on virtual threads, on the 100-thread pool, and on a pool with a thread per
-              request in flight (a server of its own): the threads and resident memory each needed;
+              request in flight: the threads and resident memory each needed;
   jdbc        virtual threads running a PostgreSQL query (pg_sleep) through HikariCP pools of
-              several sizes: the connections still bound the throughput.
+              several sizes (resized while the server runs): the connections still bound the
+              throughput.
+Every Java 25 variant shares one server, the Java 21 ones another: a cold JVM's warm-up is most
+of a run's time.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ HIGH_WARMUP_SECONDS = 3
 # mostly its first burst of a thousand connections at once, whose CPU per request differed from
 # the measured run's by 7-17% either way in eleven runs.
 CALIBRATION_ROUND_FACTOR = 5
-# The pinned variant serves ~33 req/s: one round is enough to start it, none settles faster.
+# The pinned variant serves ~33 req/s: one round is enough to start it (virtual-jdk21's warm-up
+# before it has compiled the request path), none settles faster.
 PINNED_WARMUP_SECONDS = 3
 # Queries /calibrate times alone, after its own warm-up.
 CALIBRATION_RUNS = 50
@@ -83,10 +87,11 @@ class VirtualThreads(Lab):
         return params
 
     def server_properties(self, params: dict) -> dict[str, str]:
-        properties = {f"lab.{key.replace('_', '-')}": str(params[key]) for key in ("pool_size", "work_ms", "query_ms")}
+        properties = {f"lab.{key.replace('_', '-')}": str(params[key])
+                      for key in ("pool_size", "work_ms", "query_ms", "high_concurrency")}
         sizes = parse_sizes(params["connections"])
         if sizes:
-            # The first jdbc variant runs on the first server, with the blocking variants.
+            # The pool the server starts with; each jdbc variant sets its own (POST /connections).
             properties["lab.connections"] = str(sizes[0])
         return properties
 
@@ -101,11 +106,15 @@ class VirtualThreads(Lab):
             return Step(name=name, endpoint=endpoint, pool=pool, service_ms=params["work_ms"], runtime=runtime,
                         **settings)
 
-        def jdbc(size: int, first: bool) -> Step:
+        def jdbc(size: int) -> Step:
+            # HikariCP's pool resized while the server runs, before each of the step's rounds. Its
+            # connections bind it, below the core's bound: the JIT's progress does not move its
+            # rate, so the warm-up ends when two rounds agree, compiler busy or not.
             return Step(name=f"jdbc-connections={size}", endpoint="jdbc-virtual", concurrency=c,
                         requests=params["requests"], seconds=seconds, pool="virtual", runtime=NEWEST,
-                        setup={} if first else {"lab.connections": str(size)}, warmup_requests=params["requests"],
-                        warmup_seconds=WARMUP_SECONDS, watch_footprint=True,
+                        configure={"lab.connections": f"/connections?size={size}"},
+                        warmup_requests=params["requests"],
+                        warmup_seconds=WARMUP_SECONDS, warmup_jit_quiet=None, watch_footprint=True,
                         extra={"group": "jdbc", "connections": size})
 
         high = params["high_concurrency"]
@@ -122,21 +131,19 @@ class VirtualThreads(Lab):
             blocking("virtual", "blocking-virtual", "virtual"),
             blocking("scala-virtual", "scala-virtual", "virtual"),
             blocking("synchronized-jdk25", "virtual-synchronized", "virtual", extra={"group": "pinning"}),
-            *(jdbc(size, first=index == 0) for index, size in enumerate(sizes[:1])),
-            # The footprints: virtual threads before the pool's first task, which starts its threads
-            # (a fixed pool keeps them), so that each variant's count is its own.
+            *(jdbc(size) for size in sizes[:1]),
+            # The footprints. A pool starts its threads as tasks arrive, and its idle threads exit
+            # after a second (keep-alive-time in application.conf): each variant's count is its own.
             blocking(f"virtual-c={high}", "blocking-virtual", "virtual", **footprint),
             blocking("pool", "blocking-pool", "pool"),
             blocking(f"pool-c={high}", "blocking-pool", "pool", **footprint),
-            *(jdbc(size, first=False) for size in sizes[1:]),
+            # A thread per request in flight: the pool a thread-per-request server would need.
+            blocking(f"per-request-pool-c={high}", "blocking-per-request-pool", "per-request", **footprint),
+            *(jdbc(size) for size in sizes[1:]),
             blocking("virtual-jdk21", "blocking-virtual", "virtual", JDK21, extra={"group": "pinning"}),
             blocking("synchronized-jdk21", "virtual-synchronized", "carriers", JDK21,
-                     warmup_seconds=PINNED_WARMUP_SECONDS, warmup_max_rounds=2, warmup_jit_quiet=None,
+                     warmup_seconds=PINNED_WARMUP_SECONDS, warmup_max_rounds=1, warmup_jit_quiet=None,
                      extra={"group": "pinning"}),
-            # A thread per request in flight, on a server of its own: the pool a thread-per-request
-            # server would need. Its JIT starts cold: up to 12 warm-up rounds.
-            blocking(f"per-request-pool-c={high}", "blocking-pool", "pool", setup={"lab.pool-size": str(high)},
-                     warmup_max_rounds=12, **footprint),
         ]
 
     @contextlib.contextmanager
@@ -175,6 +182,7 @@ class VirtualThreads(Lab):
         return super().predict(step, pools, params)
 
     def _predict_jdbc(self, step: Step, pools: dict) -> Prediction:
+        # The pool's size as the server reports it after the step's POST /connections, if any.
         connections = pools["pools"]["connections"]["threads"]
         hold_ms = float(pools["calibration"]["mean_ms"])
         in_service = min(step.concurrency, connections)
@@ -188,8 +196,9 @@ class VirtualThreads(Lab):
         return Prediction(rate, why, facts, round(hold_ms, 3), bound_by, {bound_by: rate}, {bound_by: why})
 
     def verify_step(self, step: Step, server, record: dict, services: Services) -> None:
-        """The server ran the runtime and the kind of thread the step meant: its /pools names the Java
-        release, and the endpoint's answer names the thread it ran on."""
+        """The server ran the runtime, the kind of thread and the pool of connections the step meant: its
+        /pools names the Java release and the pool's size, and the endpoint's answer names the thread
+        it ran on."""
         pools = json.loads(server.get("/pools") or "{}")
         wanted = {NEWEST: 25, JDK21: 21}[step.runtime]
         if pools.get("java_version") != wanted:
@@ -200,6 +209,11 @@ class VirtualThreads(Lab):
         if virtual != ("VirtualThread" in body):
             raise LabError(f"{step.name}: {self.path(step.endpoint)} answered {body[:120]!r}, "
                            f"which says it {'did not run' if virtual else 'ran'} on a virtual thread")
+        if "lab.connections" in step.configure:
+            served = ((pools.get("pools") or {}).get("connections") or {}).get("threads")
+            if served != step.extra["connections"]:
+                raise LabError(f"{step.name} meant to run with {step.extra['connections']} connections, but the "
+                               f"server's pool has {served} (POST /connections: see the server log)")
         record["extra"]["java_version"] = pools["java_version"]
         record["extra"]["jvm_threads_after"] = pools.get("jvm_threads")
 

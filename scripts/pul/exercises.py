@@ -316,7 +316,8 @@ def _indent(text: str, prefix: str, hanging: str = "  ") -> str:
 def at_dir(lab: Lab, lab_dir: Path, app_decides: tuple[str, ...] = (), warmup_rounds: int | None = None,
            warmup_seconds: int | None = None) -> Lab:
     """The same lab, built and run from `lab_dir` (maybe a scratch copy), and without passing the
-    server the `app_decides` parameters, so that the app's own configuration decides them; with
+    server the `app_decides` parameters, at its start or while it runs (Step.configure), so that
+    the app's own configuration decides them; with
     `warmup_rounds`, no step warms up for more rounds than that, and with `warmup_seconds`, no
     warm-up round lasts longer than that."""
     hidden = {f"lab.{key.replace('_', '-')}" for key in app_decides}
@@ -329,6 +330,7 @@ def at_dir(lab: Lab, lab_dir: Path, app_decides: tuple[str, ...] = (), warmup_ro
         steps = base.steps(self, params)
         for step in steps:
             step.setup = {k: v for k, v in step.setup.items() if k not in hidden}
+            step.configure = {k: v for k, v in step.configure.items() if k not in hidden}
             if warmup_rounds is not None:
                 step.warmup_max_rounds = min(step.warmup_max_rounds, warmup_rounds)
                 step.warmup_min_rounds = min(step.warmup_min_rounds, step.warmup_max_rounds)

@@ -53,6 +53,12 @@ class Step:
     requests: int
     # The server's -D properties. Steps with different set-ups get a server of their own.
     setup: dict[str, str] = field(default_factory=dict)
+    # Settings the app changes while it runs, {property: URL path (with its query) that sets it}:
+    # the driver POSTs each before this step's warm-up and again before its calibration and
+    # measured run, so that steps that differ only in them share a server (lab 06:
+    # {"lab.connections": "/connections?size=16"}). Keyed like `setup`, so that an exercise whose
+    # app decides a property (pul.exercises) drops both.
+    configure: dict[str, str] = field(default_factory=dict)
     # A server of its own even after a step with the same set-up (a repeat on a fresh server).
     fresh_server: bool = False
     # The Java runtime the server runs on, a name from scripts/tools.json's "runtimes" that the

@@ -24,7 +24,7 @@ from .probe import CLOCK_TICKS, StatusPoller
 from .procs import Children, open_private, private_dir, run_id
 from .progress import Eta, Progress
 from .remote import RemoteServer, Skipped, describe_skipped, server_properties
-from .server import Server, build, check_port, free_port, jvm_options
+from .server import Server, build, check_port, free_port, http_fetch, jvm_options
 from .watchdog import clean_leftovers
 
 
@@ -1084,6 +1084,7 @@ def _measure_group(bench: Bench, group: list[Step], server, services: Services, 
     warmups = {}
     for step in group:
         bench.eta.begin(f"warm {step.name}")
+        configure(StepBench(bench, step, server), pools)
         warmups[step.name] = warm_up(StepBench(bench, step, server))
     if _interleaved(group):
         return _measure_interleaved(bench, group, server, services, pools, warmups)
@@ -1092,14 +1093,16 @@ def _measure_group(bench: Bench, group: list[Step], server, services: Services, 
         bench.eta.begin(f"measure {step.name}")
         at = StepBench(bench, step, server)
         load_before = round(os.getloadavg()[0], 2)
+        step_pools = configure(at, pools)
 
         def calibrated_and_measured(first: bool) -> tuple[dict, list | None]:
             # Only the first measurement of a step that warmed up last, right before, can
             # calibrate from its last warm-up round.
-            calibrated = calibration(at, warmups[at.step.name] if first else None, first and len(group) == 1, pools)
+            calibrated = calibration(at, warmups[at.step.name] if first else None, first and len(group) == 1,
+                                     step_pools)
             result, probe, cpu, runs = measure(at)
-            return variant_record(bench, at.step, result, probe, {**cpu, "load_average_before": load_before}, pools,
-                                  calibrated), runs
+            return variant_record(bench, at.step, result, probe, {**cpu, "load_average_before": load_before},
+                                  step_pools, calibrated), runs
 
         record, runs = _measured_until_they_agree(step, calibrated_and_measured, bench.progress)
         if runs:
@@ -1110,6 +1113,19 @@ def _measure_group(bench: Bench, group: list[Step], server, services: Services, 
         records.append(record)
         _print_step(record, bench.progress)
     return records
+
+
+def configure(at: StepBench, pools: dict) -> dict:
+    """POST the step's settings (Step.configure) to its server, saying so; a refusal stops the run.
+    Returns the pools the step's prediction reads: the server's /pools again after a setting (its
+    sizes may have changed), over what the lab found at the server's start (`pools`)."""
+    for path in at.step.configure.values():
+        at.bench.progress.note(f"{at.step.name}: POST {path}")
+        answer = http_fetch(at.server.base_url + path, timeout=30, method="POST")
+        if not answer.ok:
+            raise ServerFailed(f"{at.step.name}: the server refused POST {path}: {answer.describe()} "
+                               f"(last lines of {at.server.log_path}:\n{at.server.log_tail()})")
+    return {**pools, **at.server.pools()} if at.step.configure else pools
 
 
 def _measured_until_they_agree(step: Step, calibrated_and_measured, progress: Progress) -> tuple[dict, list | None]:
@@ -1183,7 +1199,7 @@ def _measure_interleaved(bench: Bench, group: list[Step], server, services: Serv
     steal = machine.StealMeter()
     at = {step.name: StepBench(bench, step, server) for step in group}
     runs = {step.name: Runs(at[step.name]) for step in group}
-    calibrated, load_before, checked, timelines, folded = {}, {}, {}, {}, {}
+    calibrated, load_before, checked, timelines, folded, step_pools = {}, {}, {}, {}, {}, {}
     for repetition in range(1, max(step.repeat for step in group) + 1):
         for step in group:
             if repetition > step.repeat:
@@ -1191,8 +1207,9 @@ def _measure_interleaved(bench: Bench, group: list[Step], server, services: Serv
             eta.begin(f"measure {step.name} #{repetition}")
             if repetition == 1:
                 load_before[step.name] = round(os.getloadavg()[0], 2)
+            step_pools[step.name] = configure(at[step.name], pools)
             if repetition == _calibrated_before(step):
-                calibrated[step.name] = calibration(at[step.name], warmups[step.name], False, pools)
+                calibrated[step.name] = calibration(at[step.name], warmups[step.name], False, step_pools[step.name])
             done = len(runs[step.name].made)
             # The timeline of an interleaved step covers its first run.
             sampler = _start_timeline(bench, server) if repetition == 1 else None
@@ -1218,7 +1235,7 @@ def _measure_interleaved(bench: Bench, group: list[Step], server, services: Serv
         cpu = {**cpu, "load_average_before": load_before[step.name], "timeline": timelines.get(step.name)}
         if step.name in folded:
             cpu["profile"] = _keep_profile(step, folded[step.name], where.raw_dir)
-        record = variant_record(bench, step, result, None, cpu, pools, calibrated[step.name])
+        record = variant_record(bench, step, result, None, cpu, step_pools[step.name], calibrated[step.name])
         record["interleaved"] = True
         # What the lab's check of the step's last run found (lab 04: the filters its chain ran).
         record["extra"].update(checked[step.name]["extra"])

@@ -315,14 +315,17 @@ def model_prediction(v: dict) -> float:
 class FakePostServer:
     """A server on loopback that answers each POST from `answers` ({path: (status, body)}, the
     query ignored; 404 for any other path), for the tests of the driver's HTTP clients (the
-    timeline's, the profile's). Use it as a context manager; `url` is its base URL."""
+    timeline's, the profile's, Step.configure's). Use it as a context manager; `url` is its base
+    URL, and `posted` lists every path POSTed to it, query included, in order."""
 
     def __init__(self):
         self.answers: dict[str, tuple[int, bytes]] = {}
+        self.posted: list[str] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
+                fake.posted.append(self.path)
                 status, body = fake.answers.get(self.path.split("?")[0], (404, b"not found"))
                 self.send_response(status)
                 self.end_headers()

@@ -6,6 +6,7 @@ import argparse
 
 import pytest
 
+from pul import exercises, run
 from pul.errors import UsageError
 from pul.lab import Step
 from pul.testing import this_lab
@@ -72,14 +73,37 @@ def test_the_footprint_variants_keep_the_high_load_and_their_own_thread_counts()
     high = [s for s in steps if s.extra.get("group") == "footprint"]
     assert [s.name for s in high] == ["virtual-c=1000", "pool-c=1000", "per-request-pool-c=1000"]
     assert all(s.concurrency == LAB.defaults["high_concurrency"] and s.watch_footprint for s in high)
-    names = [s.name for s in steps]
-    # A fixed pool keeps the threads its first tasks start: virtual threads are measured before it.
-    assert names.index("virtual-c=1000") < names.index("pool")
-    assert high[-1].setup == {"lab.pool-size": "1000"}
+    # Its own pool, sized by the high load: one server for all three.
+    assert high[-1].pool == "per-request" and LAB.server_properties(params())["lab.high-concurrency"] == "1000"
+    assert all(s.setup == {} and s.runtime == "jdk25" for s in high)
 
 
-def test_the_first_jdbc_variant_shares_the_first_server():
+def test_the_pools_idle_threads_exit_so_that_each_footprint_is_its_own():
+    # Akka keeps a thread-pool-executor's idle threads for 60 s: a pool that an earlier variant
+    # started would be counted by every later one on the shared server.
+    conf = (LAB.dir / "conf" / "application.conf").read_text()
+    for dispatcher in ("offload-dispatcher", "per-request-dispatcher"):
+        assert f"{dispatcher}.thread-pool-executor.keep-alive-time = 1s" in conf
+
+
+def test_every_jdbc_variant_shares_the_first_server_and_sets_its_pool():
     steps = LAB.steps(params())
-    first = next(s for s in steps if s.name == "jdbc-connections=4")
-    assert first.setup == {} and LAB.server_properties(params())["lab.connections"] == "4"
-    assert next(s for s in steps if s.name == "jdbc-connections=16").setup == {"lab.connections": "16"}
+    jdbc = [s for s in steps if s.endpoint == "jdbc-virtual"]
+    assert [s.name for s in jdbc] == ["jdbc-connections=4", "jdbc-connections=16"]
+    assert LAB.server_properties(params())["lab.connections"] == "4"
+    for step in jdbc:
+        assert step.setup == {} and step.configure == {"lab.connections": f"/connections?size={step.extra['connections']}"}
+
+
+def test_every_java_25_variant_shares_one_server_and_the_java_21_ones_another():
+    groups = run.group_by_server(LAB.steps(params()))
+    assert [[s.runtime for s in group][0] for _, group in groups] == ["jdk25", "jdk21"]
+    assert all(len({s.runtime for s in group}) == 1 for _, group in groups)
+
+
+def test_an_exercise_whose_app_decides_the_connections_posts_no_size():
+    # size-the-connections: the student's conf/application.conf sets the pool; a POST would undo it.
+    checked = exercises.at_dir(LAB, LAB.dir, app_decides=("connections",))
+    for step in checked.steps(params()):
+        assert "lab.connections" not in step.configure and "lab.connections" not in step.setup
+    assert "lab.connections" not in checked.server_properties(params())

@@ -15,14 +15,12 @@ from pul.testing import (by_name, check_at_the_core, check_the_model_predicted, 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
 
-# Every variant but the per-request pool's, whose server of its own starts cold and warms up for
-# about a minute, and the Scala twin of `virtual`: the committed run has them all
-# (PUL_SMOKE_RESULTS checks that run the same way). `virtual-jdk21` stays: it warms the Java 21
-# server up, as in the default run, before `synchronized-jdk21`, whose 33 requests a second never
-# would. Alone on a cold server, a fresh machine's synchronized-jdk21 spent 20 ms of CPU per
-# request (2 ms warm), its one carrier waiting for the core behind the JIT compiler: 0.84 of its
-# bound.
-SKIPPED_IN_SMOKE = ("per-request-pool-c=", "scala-virtual")
+# Every variant but the Scala twin of `virtual`: the committed run has it too (PUL_SMOKE_RESULTS
+# checks that run the same way). `virtual-jdk21` stays: it warms the Java 21 server up, as in the
+# default run, before `synchronized-jdk21`, whose 33 requests a second never would. Alone on a
+# cold server, a fresh machine's synchronized-jdk21 spent 20 ms of CPU per request (2 ms warm),
+# its one carrier waiting for the core behind the JIT compiler: 0.84 of its bound.
+SKIPPED_IN_SMOKE = ("scala-virtual",)
 SMOKE = ("--seconds", "4")
 LAB = this_lab(__file__)
 # The model's band: a measurement this close to the bound it names (pul.model) confirms the model.

@@ -7,18 +7,25 @@ import play.mvc.Controller;
 import play.mvc.Result;
 import work.BlockingWork;
 import work.OffloadExecutionContext;
+import work.PerRequestExecutionContext;
 import work.VirtualExecutionContext;
 
 /** The same blocking work on Play's default dispatcher, on a sized pool, and on virtual threads. */
 public class BlockingActions extends Controller {
   private final BlockingWork work;
   private final OffloadExecutionContext pool;
+  private final PerRequestExecutionContext perRequest;
   private final VirtualExecutionContext virtual;
 
   @Inject
-  public BlockingActions(BlockingWork work, OffloadExecutionContext pool, VirtualExecutionContext virtual) {
+  public BlockingActions(
+      BlockingWork work,
+      OffloadExecutionContext pool,
+      PerRequestExecutionContext perRequest,
+      VirtualExecutionContext virtual) {
     this.work = work;
     this.pool = pool;
+    this.perRequest = perRequest;
     this.virtual = virtual;
   }
 
@@ -37,6 +44,11 @@ public class BlockingActions extends Controller {
     return CompletableFuture.supplyAsync(() -> ok("done on " + work.run() + "\n"), pool.current());
   }
   // ANCHOR_END: pool
+
+  // The same on per-request-dispatcher: lab.high-concurrency platform threads.
+  public CompletionStage<Result> onPerRequestPool() {
+    return CompletableFuture.supplyAsync(() -> ok("done on " + work.run() + "\n"), perRequest.current());
+  }
 
   // ANCHOR: virtual
   // The same code on virtual-dispatcher: a new virtual thread for every request.

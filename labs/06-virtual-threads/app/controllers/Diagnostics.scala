@@ -25,7 +25,10 @@ class Diagnostics @Inject() (
 
   def status = Action(Ok("ok\n"))
 
-  private val Dispatchers = Map("default" -> "akka.actor.default-dispatcher", "pool" -> "offload-dispatcher")
+  private val Dispatchers = Map(
+    "default"     -> "akka.actor.default-dispatcher",
+    "pool"        -> "offload-dispatcher",
+    "per-request" -> "per-request-dispatcher")
 
   def pools = Action {
     val report = PoolReport.json(system.settings.config, Dispatchers)
@@ -37,7 +40,8 @@ class Diagnostics @Inject() (
       "threads"    -> JsNull)
     // A query holds its connection throughout: HikariCP's pool bounds the queries in flight.
     val connections = Json.obj(
-      "threads"               -> configuration.get[Int]("db.default.hikaricp.maximumPoolSize"),
+      // Its size now: POST /connections may have changed it since the server started.
+      "threads" -> query.connections.orElse(configuration.get[Int]("db.default.hikaricp.maximumPoolSize")).intValue,
       "connection_timeout_ms" -> configuration.underlying.getDuration("db.default.hikaricp.connectionTimeout").toMillis)
     // What runs the virtual threads: the JDK scheduler's ForkJoinPool. A virtual thread
     // pinned to its carrier holds one of these for as long as it blocks.
@@ -97,6 +101,17 @@ class Diagnostics @Inject() (
     catch { case e: IllegalStateException => Conflict(Json.obj("error" -> e.getMessage)) }
   }
 
+  /** HikariCP's pool set to `size` connections while the server runs (SleepQuery.resize). */
+  def connections(size: Int) = Action {
+    if (size < 1 || size > Diagnostics.MaxConnections)
+      BadRequest(Json.obj("error" -> s"size must be 1..${Diagnostics.MaxConnections}"))
+    else if (!query.configured) ServiceUnavailable(DatabaseUnavailable.NOT_CONFIGURED + "\n")
+    else {
+      query.resize(size)
+      Ok(Json.obj("connections" -> size))
+    }
+  }
+
   /** The pg_sleep query alone, `runs` times one after another on one connection (SleepQuery.timeQueries). */
   def calibrate(runs: Int) = Action.async {
     if (runs < 1 || runs > Diagnostics.MaxCalibrationRuns)
@@ -118,4 +133,6 @@ class Diagnostics @Inject() (
 
 object Diagnostics {
   val MaxCalibrationRuns = 1000
+  // The throwaway cluster allows 100 connections (the lab driver asks for 90 at most).
+  val MaxConnections = 100
 }

@@ -1,12 +1,14 @@
 package work;
 
 import com.typesafe.config.Config;
+import com.zaxxer.hikari.HikariConfigMXBean;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.HikariPoolMXBean;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
+import java.util.Optional;
 import javax.inject.Inject;
 import javax.inject.Provider;
 import javax.inject.Singleton;
@@ -45,11 +47,34 @@ public class SleepQuery {
 
   /** HikariCP's pool, for the timeline; null without a database. */
   public HikariPoolMXBean connectionPool() {
-    if (!configured) {
-      return null;
+    return configured ? dataSource().getHikariPoolMXBean() : null;
+  }
+
+  /** The pool's size now (it may have been resized); empty without a database. */
+  public Optional<Integer> connections() {
+    return configured ? Optional.of(dataSource().getHikariConfigMXBean().getMaximumPoolSize()) : Optional.empty();
+  }
+
+  /**
+   * Sets the pool to `size` connections while the server runs, through HikariCP's
+   * HikariConfigMXBean, whose maximumPoolSize and minimumIdle take effect at once: a larger
+   * pool opens connections as queries wait for them; a smaller one evicts the connections it
+   * has (idle ones at once, busy ones when they come back) and opens up to `size` again.
+   */
+  public synchronized void resize(int size) {
+    HikariDataSource source = dataSource();
+    HikariConfigMXBean pool = source.getHikariConfigMXBean();
+    boolean smaller = size < pool.getMaximumPoolSize();
+    pool.setMaximumPoolSize(size);
+    pool.setMinimumIdle(size);
+    if (smaller) {
+      source.getHikariPoolMXBean().softEvictConnections();
     }
+  }
+
+  private HikariDataSource dataSource() {
     try {
-      return database.get().getDataSource().unwrap(HikariDataSource.class).getHikariPoolMXBean();
+      return database.get().getDataSource().unwrap(HikariDataSource.class);
     } catch (SQLException e) {
       throw new IllegalStateException("the database's pool is not HikariCP's: " + e.getMessage(), e);
     }

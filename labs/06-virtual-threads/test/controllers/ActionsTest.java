@@ -35,6 +35,7 @@ public class ActionsTest {
                     environment -> Configuration.load(environment.asScala()).underlying().withoutPath("db.default.url"))
                 .configure("lab.work-ms", 5)
                 .configure("offload-dispatcher.thread-pool-executor.fixed-pool-size", 7)
+                .configure("per-request-dispatcher.thread-pool-executor.fixed-pool-size", 11)
                 .configure("db.default.hikaricp.maximumPoolSize", 3)
                 .build());
     server.start();
@@ -74,6 +75,8 @@ public class ActionsTest {
     assertTrue(onDefault, onDefault.contains("akka.actor.default-dispatcher"));
     String onPool = body("/blocking/pool");
     assertTrue(onPool, onPool.contains("offload-dispatcher"));
+    String onPerRequestPool = body("/blocking/per-request-pool");
+    assertTrue(onPerRequestPool, onPerRequestPool.contains("per-request-dispatcher"));
   }
 
   @Test
@@ -105,6 +108,16 @@ public class ActionsTest {
   }
 
   @Test
+  public void resizingTheConnectionsWithoutADatabaseSaysSo() throws Exception {
+    HttpResponse<String> response = LabServer.post(server, "/connections?size=4");
+    assertEquals(response.body(), 503, response.statusCode());
+    assertTrue(response.body(), response.body().startsWith("no database: this server was started without one"));
+    for (String size : new String[] {"0", "101", "many"}) {
+      assertEquals("size=" + size, 400, LabServer.post(server, "/connections?size=" + size).statusCode());
+    }
+  }
+
+  @Test
   public void calibrateRefusesABadNumberOfRuns() throws Exception {
     for (String runs : new String[] {"0", "-1", "1001", "many"}) {
       assertEquals("runs=" + runs, 400, LabServer.get(server, "/calibrate?runs=" + runs).statusCode());
@@ -116,6 +129,7 @@ public class ActionsTest {
     JsonNode pools = Json.parse(body("/pools"));
     assertEquals(7, pools.at("/pools/pool/threads").asInt());
     assertEquals("thread-pool-executor", pools.at("/pools/pool/executor").asText());
+    assertEquals(11, pools.at("/pools/per-request/threads").asInt());
     // Akka's default: parallelism = clamp(cores * 1.0, 8, 64).
     int cores = Runtime.getRuntime().availableProcessors();
     assertEquals(Math.min(64, Math.max(8, cores)), pools.at("/pools/default/threads").asInt());

@@ -137,6 +137,29 @@ public class DatabaseTest {
   }
 
   @Test
+  public void theConnectionsCanBeResizedWhileTheServerRuns() throws Exception {
+    TestServer resized = oneConnectionServer(QUERY_MS);
+    resized.start();
+    try {
+      awaitTheConnection(resized);
+      assertEquals(200, LabServer.post(resized, "/connections?size=3").statusCode());
+      assertEquals(3, Json.parse(LabServer.get(resized, "/pools").body()).at("/pools/connections/threads").asInt());
+      // Three queries at once all get a connection: with one, the second would give up after
+      // 250 ms, before the first's 300 ms were over. The pool opens the new connections as
+      // queries wait for them; on a busy machine that may take a few tries.
+      long deadline = System.nanoTime() + 30_000_000_000L;
+      while (!threeAtOnce(resized)) {
+        assertTrue("three queries never all got a connection within 30 s", System.nanoTime() < deadline);
+      }
+      assertEquals(200, LabServer.post(resized, "/connections?size=1").statusCode());
+      assertEquals(1, Json.parse(LabServer.get(resized, "/pools").body()).at("/pools/connections/threads").asInt());
+      awaitTheConnection(resized);
+    } finally {
+      resized.stop();
+    }
+  }
+
+  @Test
   public void poolsSayThereIsADatabase() throws Exception {
     JsonNode pools = Json.parse(LabServer.get(server, "/pools").body());
     assertTrue(pools.get("database_configured").asBoolean());
@@ -156,6 +179,18 @@ public class DatabaseTest {
     }, "pool.busy", "connections.active", "connections.idle", "connections.awaiting");
     // One request at a time holds the only connection for most of its time.
     assertEquals(1, TimelineCheck.max(series, "connections.active"));
+  }
+
+  private static boolean threeAtOnce(TestServer target) throws Exception {
+    List<CompletableFuture<HttpResponse<String>>> requests = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      requests.add(CompletableFuture.supplyAsync(() -> call(target, "/jdbc/pool")));
+    }
+    boolean all = true;
+    for (CompletableFuture<HttpResponse<String>> request : requests) {
+      all &= request.get().statusCode() == 200;
+    }
+    return all;
   }
 
   private static HttpResponse<String> call(String path) {

@@ -19,9 +19,17 @@ final class LabServer {
   private static final HttpClient CLIENT = HttpClient.newHttpClient();
 
   static HttpResponse<String> get(TestServer server, String path) throws Exception {
-    int port = server.getRunningHttpPort().getAsInt();
+    return CLIENT.send(request(server, path).build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  /** An empty POST, as the lab driver sends to change a setting while the server runs. */
+  static HttpResponse<String> post(TestServer server, String path) throws Exception {
     return CLIENT.send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
-        HttpResponse.BodyHandlers.ofString());
+        request(server, path).POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static HttpRequest.Builder request(TestServer server, String path) {
+    int port = server.getRunningHttpPort().getAsInt();
+    return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path));
   }
 }
