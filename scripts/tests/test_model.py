@@ -344,3 +344,26 @@ def test_a_step_at_the_core_is_checked_as_its_use_of_the_core_and_its_calibratio
                                                   requests_per_sec=2500.0), 0.15)
     assert any("server core busy" in m for m in misses)
     assert any("own CPU per request" in m for m in misses)
+
+
+def test_a_step_the_run_hands_to_another_bound_is_checked_against_that_one():
+    from pul.testing import check_at_the_core
+
+    # Lab 06's pool-c=1000 in census run 2026-12-06-lab06-two-servers #4: named the core's (0.312 ms
+    # calibrated, 3,205 req/s, under its 100 threads' 3,333), served at 0.267 ms (-14.5%, within
+    # the quarter), so the core allowed 3,745 and the threads bound: 3,163 measured (0.95 of them),
+    # the core 83% busy.
+    v = {"name": "pool-c=1000", "bound_by": "server CPU", "requests_per_sec": 3162.91,
+         "measured_over_predicted": 1.94, "predicted_upper_requests_per_sec": 3030.0,
+         "server_cpu_ms_per_request": 0.267, "server_cpu_utilization": 0.83, "jit_share": 0.007,
+         "bounds": {"threads": 3333.3, "server CPU": 3205.1, "load generator": 19455.3},
+         "calibration": {"server_cpu_ms": 0.312, "jit_share": 0.0}, "extra": {}}
+    _, misses, _ = check_at_the_core(v, 0.25, (0.85, 1.10))
+    assert misses == []
+    # Below the threads' band it still fails, against the threads.
+    _, misses, _ = check_at_the_core({**v, "requests_per_sec": 2600.0}, 0.25, (0.85, 1.10))
+    assert any("own CPU per request: 0.78" in m for m in misses)
+    assert not any("server core busy" in m for m in misses)
+    # With the run at its calibration's CPU the core stays the bound, and must be busy.
+    _, misses, _ = check_at_the_core({**v, "server_cpu_ms_per_request": 0.319}, 0.25, (0.85, 1.10))
+    assert any("server core busy" in m for m in misses)
