@@ -118,10 +118,14 @@ def test_virtual_threads_need_a_fraction_of_the_pools_threads(smoke):
     within(f"virtual-c={c} peak threads", virtual["footprint"]["threads_max"], high=c / 10)
     per_request = v.get(f"per-request-pool-c={c}")
     if per_request:
-        # A thread per request in flight, and their stacks in resident memory.
+        # A thread per request in flight, and their stacks in resident memory: each thread touched
+        # at least a page of its own (4 KiB), which the virtual-thread variant, counted earlier on
+        # the same server, did not have. Census 2026-12-06-lab06-two-servers: 12-26 MB more for
+        # ~1,000 threads (the ratio of the two, 0.971-0.987, said the same with a margin of 1-3%).
         within(f"per-request-pool-c={c} peak threads", per_request["footprint"]["threads_max"], c)
-        within(f"virtual-c={c} peak RSS over per-request-pool-c={c}'s",
-               virtual["footprint"]["rss_max_mb"] / per_request["footprint"]["rss_max_mb"], high=1)
+        added = per_request["footprint"]["threads_max"] - virtual["footprint"]["threads_max"]
+        within(f"per-request-pool-c={c} resident MB over virtual-c={c}'s",
+               per_request["footprint"]["rss_max_mb"] - virtual["footprint"]["rss_max_mb"], added * 4 / 1024)
 
 
 def test_the_connections_bound_jdbc_on_virtual_threads(smoke):
