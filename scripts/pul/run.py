@@ -1084,8 +1084,9 @@ def _measure_group(bench: Bench, group: list[Step], server, services: Services, 
     warmups = {}
     for step in group:
         bench.eta.begin(f"warm {step.name}")
-        configure(StepBench(bench, step, server), pools)
-        warmups[step.name] = warm_up(StepBench(bench, step, server))
+        at = StepBench(bench, step, server)
+        configure(at)
+        warmups[step.name] = warm_up(at)
     if _interleaved(group):
         return _measure_interleaved(bench, group, server, services, pools, warmups)
     records = []
@@ -1093,7 +1094,8 @@ def _measure_group(bench: Bench, group: list[Step], server, services: Services, 
         bench.eta.begin(f"measure {step.name}")
         at = StepBench(bench, step, server)
         load_before = round(os.getloadavg()[0], 2)
-        step_pools = configure(at, pools)
+        configure(at)
+        step_pools = _pools_after_configure(at, pools)
 
         def calibrated_and_measured(first: bool) -> tuple[dict, list | None]:
             # Only the first measurement of a step that warmed up last, right before, can
@@ -1115,16 +1117,19 @@ def _measure_group(bench: Bench, group: list[Step], server, services: Services, 
     return records
 
 
-def configure(at: StepBench, pools: dict) -> dict:
-    """POST the step's settings (Step.configure) to its server, saying so; a refusal stops the run.
-    Returns the pools the step's prediction reads: the server's /pools again after a setting (its
-    sizes may have changed), over what the lab found at the server's start (`pools`)."""
+def configure(at: StepBench) -> None:
+    """POST the step's settings (Step.configure) to its server, saying so; a refusal stops the run."""
     for path in at.step.configure.values():
         at.bench.progress.note(f"{at.step.name}: POST {path}")
         answer = http_fetch(at.server.base_url + path, timeout=30, method="POST")
         if not answer.ok:
             raise ServerFailed(f"{at.step.name}: the server refused POST {path}: {answer.describe()} "
                                f"(last lines of {at.server.log_path}:\n{at.server.log_tail()})")
+
+
+def _pools_after_configure(at: StepBench, pools: dict) -> dict:
+    """The pools the step's prediction reads: after its settings (Step.configure), the server's
+    /pools again (its sizes may have changed) over what the lab found at its start (`pools`)."""
     return {**pools, **at.server.pools()} if at.step.configure else pools
 
 
@@ -1207,7 +1212,8 @@ def _measure_interleaved(bench: Bench, group: list[Step], server, services: Serv
             eta.begin(f"measure {step.name} #{repetition}")
             if repetition == 1:
                 load_before[step.name] = round(os.getloadavg()[0], 2)
-            step_pools[step.name] = configure(at[step.name], pools)
+            configure(at[step.name])
+            step_pools[step.name] = _pools_after_configure(at[step.name], pools)
             if repetition == _calibrated_before(step):
                 calibrated[step.name] = calibration(at[step.name], warmups[step.name], False, step_pools[step.name])
             done = len(runs[step.name].made)

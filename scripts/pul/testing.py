@@ -230,9 +230,9 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     misses, not raised): how fully the run used the core the compiler left (measured over the
     bound the run's own CPU per request gives: the model's claim, within `band`), the core busy
     (at least `core_busy`; where another of the step's bounds is below the core's at the run's
-    own CPU per request, that bound instead, and no busy core), and how well the calibration before the run held (the serving drift,
-    pul.model.serving_drift, within `limit`, or the driver measured the step as often as it does,
-    pul.model.MEASUREMENTS). The prediction's own band follows from the two: band[0] / (1 + limit)
+    own CPU per request, that bound instead, and no busy core), and how well the calibration
+    before the run held (the serving drift, pul.model.serving_drift, within `limit`, or the driver
+    measured the step as often as it does, pul.model.MEASUREMENTS). The prediction's own band follows from the two: band[0] / (1 + limit)
     to band[1] / (1 - limit), of its bound or, for a range, over its floor and under its upper end.
     Returns (the first, the misses, whether the calibration never held)."""
     drift = model.serving_drift(v)
@@ -247,13 +247,13 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     # run: the core's 3,205 req/s from 0.312 ms calibrated below its 100 threads' 3,333, the
     # core's 3,745 at the 0.267 ms it served at above them; 3,163 measured, the core 83% busy).
     at_the_core = v["requests_per_sec"] / used if used else float("inf")
-    others = [bound for name, bound in (v.get("bounds") or {}).items() if name != model.SERVER_CPU and bound]
-    if others and min(others) < at_the_core:
-        misses = [band_miss(f"{v['name']} measured over the bound at the run's own CPU per request",
-                            v["requests_per_sec"] / min(others), *band)]
-    else:
-        misses = [band_miss(f"{v['name']} measured over the bound at the run's own CPU per request", used, *band),
-                  band_miss(f"{v['name']} server core busy", v["server_cpu_utilization"], core_busy)]
+    other = min((bound for name, bound in (v.get("bounds") or {}).items() if name != model.SERVER_CPU and bound),
+                default=float("inf"))
+    core_binds = other >= at_the_core
+    misses = [band_miss(f"{v['name']} measured over the bound at the run's own CPU per request",
+                        used if core_binds else v["requests_per_sec"] / other, *band)]
+    if core_binds:
+        misses.append(band_miss(f"{v['name']} server core busy", v["server_cpu_utilization"], core_busy))
     unsteady = len((v.get("extra") or {}).get("remeasured") or []) == model.MEASUREMENTS - 1 and abs(drift) > limit
     if not unsteady:
         misses.append(band_miss(f"{v['name']} serving drift", abs(drift), high=limit))

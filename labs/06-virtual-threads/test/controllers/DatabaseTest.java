@@ -113,14 +113,9 @@ public class DatabaseTest {
     slow.start();
     try {
       awaitTheConnection(slow);
-      List<CompletableFuture<HttpResponse<String>>> requests = new ArrayList<>();
-      for (int i = 0; i < 3; i++) {
-        requests.add(CompletableFuture.supplyAsync(() -> call(slow, "/jdbc/pool")));
-      }
       int ok = 0;
       int unavailable = 0;
-      for (CompletableFuture<HttpResponse<String>> request : requests) {
-        HttpResponse<String> response = request.get();
+      for (HttpResponse<String> response : atOnce(slow, 3)) {
         if (response.statusCode() == 200) {
           ok++;
         } else {
@@ -143,16 +138,16 @@ public class DatabaseTest {
     try {
       awaitTheConnection(resized);
       assertEquals(200, LabServer.post(resized, "/connections?size=3").statusCode());
-      assertEquals(3, Json.parse(LabServer.get(resized, "/pools").body()).at("/pools/connections/threads").asInt());
+      assertEquals(3, connections(resized));
       // Three queries at once all get a connection: with one, the second would give up after
       // 250 ms, before the first's 300 ms were over. The pool opens the new connections as
       // queries wait for them; on a busy machine that may take a few tries.
       long deadline = System.nanoTime() + 30_000_000_000L;
-      while (!threeAtOnce(resized)) {
+      while (!atOnce(resized, 3).stream().allMatch(response -> response.statusCode() == 200)) {
         assertTrue("three queries never all got a connection within 30 s", System.nanoTime() < deadline);
       }
       assertEquals(200, LabServer.post(resized, "/connections?size=1").statusCode());
-      assertEquals(1, Json.parse(LabServer.get(resized, "/pools").body()).at("/pools/connections/threads").asInt());
+      assertEquals(1, connections(resized));
       awaitTheConnection(resized);
     } finally {
       resized.stop();
@@ -181,16 +176,22 @@ public class DatabaseTest {
     assertEquals(1, TimelineCheck.max(series, "connections.active"));
   }
 
-  private static boolean threeAtOnce(TestServer target) throws Exception {
+  /** `n` queries on the pool at once: their answers, once all have come. */
+  private static List<HttpResponse<String>> atOnce(TestServer target, int n) throws Exception {
     List<CompletableFuture<HttpResponse<String>>> requests = new ArrayList<>();
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < n; i++) {
       requests.add(CompletableFuture.supplyAsync(() -> call(target, "/jdbc/pool")));
     }
-    boolean all = true;
+    List<HttpResponse<String>> answers = new ArrayList<>();
     for (CompletableFuture<HttpResponse<String>> request : requests) {
-      all &= request.get().statusCode() == 200;
+      answers.add(request.get());
     }
-    return all;
+    return answers;
+  }
+
+  /** The pool's size as the server's /pools reports it. */
+  private static int connections(TestServer target) throws Exception {
+    return Json.parse(LabServer.get(target, "/pools").body()).at("/pools/connections/threads").asInt();
   }
 
   private static HttpResponse<String> call(String path) {
