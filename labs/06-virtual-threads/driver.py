@@ -108,12 +108,12 @@ class VirtualThreads(Lab):
 
         def jdbc(size: int) -> Step:
             # HikariCP's pool resized while the server runs, before each of the step's rounds. Its
-            # connections bind it, below the core's bound: the JIT's progress does not move its
-            # rate, so the warm-up ends when two rounds agree, compiler busy or not.
+            # connections bind it, far below the core's bound: the JIT's progress does not move its
+            # rate, so two rounds warm it up, compiler busy or not (as `default`).
             return Step(name=f"jdbc-connections={size}", endpoint="jdbc-virtual", concurrency=c,
                         requests=params["requests"], seconds=seconds, pool="virtual", runtime=NEWEST,
                         configure={"lab.connections": f"/connections?size={size}"},
-                        warmup_requests=params["requests"],
+                        warmup_requests=params["requests"], warmup_max_rounds=2,
                         warmup_seconds=WARMUP_SECONDS, warmup_jit_quiet=None, watch_footprint=True,
                         extra={"group": "jdbc", "connections": size})
 
@@ -121,7 +121,10 @@ class VirtualThreads(Lab):
         sizes = parse_sizes(params["connections"])
         # 1,000 in flight move the server's CPU per request more from round to round than 50 do
         # (0.31-0.50 ms in the same set-up): longer rounds, and the median of three calibrates.
+        # The c=50 variants before them have compiled the request path (the JIT took 1-6% of a
+        # round here), and rounds this noisy would rarely agree: one round starts the pool's threads.
         footprint = {"concurrency": high, "watch_listen_queue": True, "warmup_seconds": HIGH_WARMUP_SECONDS,
+                     "warmup_max_rounds": 1,
                      "calibration_rounds": 3, "calibration_requests": CALIBRATION_ROUND_FACTOR * high,
                      "extra": {"group": "footprint"}}
         return [
@@ -129,7 +132,9 @@ class VirtualThreads(Lab):
             # waiting for it to settle (the next variants' warm-ups do that at ~6x the rate).
             blocking("default", "blocking-default", "default", warmup_max_rounds=2, warmup_jit_quiet=None),
             blocking("virtual", "blocking-virtual", "virtual"),
-            blocking("scala-virtual", "scala-virtual", "virtual"),
+            # The Scala twin of `virtual`: the same work on the same kind of thread, measured when
+            # named (its ~20 s would push the default run past three minutes).
+            blocking("scala-virtual", "scala-virtual", "virtual", named_only=True),
             blocking("synchronized-jdk25", "virtual-synchronized", "virtual", extra={"group": "pinning"}),
             *(jdbc(size) for size in sizes[:1]),
             # The footprints. A pool starts its threads as tasks arrive, and its idle threads exit

@@ -57,7 +57,7 @@ def cmd_list() -> int:
             continue
         print(f"{lab_dir.name:28} {lab.title}")
         print(f"{'':28} {lab.summary}")
-        print(f"{'':28} variants: {', '.join(lab.variants())}")
+        print(f"{'':28} variants: {lab.variants_listed()}")
     return 0
 
 
@@ -119,7 +119,7 @@ def add_setup_options(parser: argparse.ArgumentParser) -> None:
 
 def add_run_options(parser: argparse.ArgumentParser, lab=None) -> None:
     """The options of `scripts/lab run` that do not choose the server's set-up."""
-    variants = f": {', '.join(lab.variants())}" if lab else ""
+    variants = f": {lab.variants_listed()}" if lab else ""
     parser.add_argument("--variant", action="append", default=[], metavar="NAME",
                         help=f"run only this variant (repeatable; in the order given){variants}")
     parser.add_argument("--target", metavar="URL",
@@ -228,7 +228,7 @@ def cmd_run(argv: list[str]) -> int:
 
 def add_serve_options(parser: argparse.ArgumentParser, lab=None) -> None:
     """The options of `scripts/lab serve` that do not choose the server's set-up."""
-    variants = f": {', '.join(lab.variants())}" if lab else ""
+    variants = f": {lab.variants_listed()}" if lab else ""
     parser.add_argument("--variant", action="append", default=[], metavar="NAME",
                         help="serve the set-up this variant is measured on (repeatable, if they share one; "
                              f"default: the first variant's){variants}")

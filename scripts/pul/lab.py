@@ -61,6 +61,9 @@ class Step:
     configure: dict[str, str] = field(default_factory=dict)
     # A server of its own even after a step with the same set-up (a repeat on a fresh server).
     fresh_server: bool = False
+    # Runs only when `--variant` names it: a variant the lesson can do without, kept out of the
+    # default run's few minutes.
+    named_only: bool = False
     # The Java runtime the server runs on, a name from scripts/tools.json's "runtimes" that the
     # lab.toml lists (pul.runtimes); None: the java on PATH, which built it. Steps on different
     # runtimes get servers of their own.
@@ -222,6 +225,11 @@ class Lab:
     def variants(self) -> list[str]:
         """Variant names, in the order they run."""
         return [step.name for step in self.steps(dict(self.defaults))]
+
+    def variants_listed(self) -> str:
+        """The variants for --help and `scripts/lab list`: those a default run leaves out say so."""
+        return ", ".join(step.name + (" (only when named)" if step.named_only else "")
+                         for step in self.steps(dict(self.defaults)))
 
     def server_properties(self, params: dict) -> dict[str, str]:
         """-D properties every server of this lab gets (params under the `lab.` prefix)."""

@@ -144,7 +144,7 @@ def select_steps(lab: Lab, params: dict, wanted: tuple[str, ...]) -> list[Step]:
             raise LabError(f"{lab.name}: step {step.name} runs on runtime {step.runtime!r}, which its "
                            f"lab.toml's `runtimes` does not list ({', '.join(sorted(declared)) or 'none'})")
     if not wanted:
-        return steps
+        return [step for step in steps if not step.named_only]
     by_name = {s.name: s for s in steps}
     unknown = [w for w in wanted if w not in by_name]
     if unknown:

@@ -109,6 +109,19 @@ def test_chosen_variants_run_in_the_order_given():
         select_steps(LAB04, thorough, ("nonesuch",))
 
 
+def test_a_named_only_variant_runs_only_when_named():
+    from pul.lab import resolve
+
+    LAB06 = resolve("06")
+    params = dict(LAB06.defaults)
+    by_default = [s.name for s in select_steps(LAB06, params, ())]
+    assert "scala-virtual" not in by_default and "virtual" in by_default
+    assert [s.name for s in select_steps(LAB06, params, ("scala-virtual",))] == ["scala-virtual"]
+    # Listed for --help with what a default run does with it.
+    assert "scala-virtual (only when named)" in LAB06.variants_listed()
+    assert "scala-virtual" in LAB06.variants()
+
+
 def test_pinning_puts_server_and_load_on_different_cores():
     pin = pinning(RunOptions())
     if (os.cpu_count() or 1) >= 2:

@@ -15,12 +15,11 @@ from pul.testing import (by_name, check_at_the_core, check_the_model_predicted, 
 # A measured run of the real lab (minutes): its lab's part of scripts/test runs it.
 pytestmark = pytest.mark.slow
 
-# Every variant but the Scala twin of `virtual`: the committed run has it too (PUL_SMOKE_RESULTS
-# checks that run the same way). `virtual-jdk21` stays: it warms the Java 21 server up, as in the
-# default run, before `synchronized-jdk21`, whose 33 requests a second never would. Alone on a
-# cold server, a fresh machine's synchronized-jdk21 spent 20 ms of CPU per request (2 ms warm),
-# its one carrier waiting for the core behind the JIT compiler: 0.84 of its bound.
-SKIPPED_IN_SMOKE = ("scala-virtual",)
+# The default run, as the committed run has it (PUL_SMOKE_RESULTS checks that run the same way).
+# `virtual-jdk21` warms the Java 21 server up before `synchronized-jdk21`, whose 33 requests a
+# second never would. Alone on a cold server, a fresh machine's synchronized-jdk21 spent 20 ms of
+# CPU per request (2 ms warm), its one carrier waiting for the core behind the JIT compiler: 0.84
+# of its bound.
 SMOKE = ("--seconds", "4")
 LAB = this_lab(__file__)
 # The model's band: a measurement this close to the bound it names (pul.model) confirms the model.
@@ -37,9 +36,7 @@ CPU_STEP_BAND = (0.75, 1.25)
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    variants = [name for name in LAB.variants() if not name.startswith(SKIPPED_IN_SMOKE)]
-    return run_lab("06", *SMOKE, *(a for name in variants for a in ("--variant", name)),
-                   results_dir=tmp_path_factory.mktemp("lab06"), smoke=True)
+    return run_lab("06", *SMOKE, results_dir=tmp_path_factory.mktemp("lab06"), smoke=True)
 
 
 def in_band(v: dict) -> None:
@@ -73,7 +70,7 @@ def test_the_default_dispatcher_is_bound_by_its_threads(smoke):
     in_band(v)
 
 
-@pytest.mark.parametrize("name", ["pool", "virtual", "scala-virtual", "synchronized-jdk25", "virtual-jdk21"])
+@pytest.mark.parametrize("name", ["pool", "virtual", "synchronized-jdk25", "virtual-jdk21"])
 def test_blocking_off_the_dispatcher_reaches_the_bound_the_model_names(smoke, name):
     v = by_name(smoke).get(name)
     if v is None:
