@@ -109,11 +109,13 @@ class VirtualThreads(Lab):
         def jdbc(size: int) -> Step:
             # HikariCP's pool resized while the server runs, before each of the step's rounds. Its
             # connections bind it, far below the core's bound: the JIT's progress does not move its
-            # rate, so two rounds warm it up, compiler busy or not (as `default`).
+            # rate, so one round warms it up (and fills the pool), compiler busy or not. Two rounds
+            # would often disagree by more than 10% (680 then 760 req/s, the pool still growing in
+            # the first), which costs calibration rounds more.
             return Step(name=f"jdbc-connections={size}", endpoint="jdbc-virtual", concurrency=c,
                         requests=params["requests"], seconds=seconds, pool="virtual", runtime=NEWEST,
                         configure={"lab.connections": f"/connections?size={size}"},
-                        warmup_requests=params["requests"], warmup_max_rounds=2,
+                        warmup_requests=params["requests"], warmup_max_rounds=1,
                         warmup_seconds=WARMUP_SECONDS, warmup_jit_quiet=None, watch_footprint=True,
                         extra={"group": "jdbc", "connections": size})
 
