@@ -109,13 +109,15 @@ class VirtualThreads(Lab):
         def jdbc(size: int) -> Step:
             # HikariCP's pool resized while the server runs, before each of the step's rounds. Its
             # connections bind it, far below the core's bound: the JIT's progress does not move its
-            # rate, so one round warms it up (and fills the pool), compiler busy or not. Two rounds
+            # rate, so one round warms it up (and fills the pool), compiler busy or not, after the
+            # steps before it on its server (first on one, it warms up as any step). Two rounds
             # would often disagree by more than 10% (680 then 760 req/s, the pool still growing in
             # the first), which costs calibration rounds more.
             return Step(name=f"jdbc-connections={size}", endpoint="jdbc-virtual", concurrency=c,
                         requests=params["requests"], seconds=seconds, pool="virtual", runtime=NEWEST,
                         configure={"lab.connections": f"/connections?size={size}"},
                         warmup_requests=params["requests"], warmup_max_rounds=1,
+                        warmup_max_rounds_first=Step.warmup_max_rounds,
                         warmup_seconds=WARMUP_SECONDS, warmup_jit_quiet=None, watch_footprint=True,
                         extra={"group": "jdbc", "connections": size})
 
@@ -124,9 +126,10 @@ class VirtualThreads(Lab):
         # 1,000 in flight move the server's CPU per request more from round to round than 50 do
         # (0.31-0.50 ms in the same set-up): longer rounds, and the median of three calibrates.
         # The c=50 variants before them have compiled the request path (the JIT took 1-6% of a
-        # round here), and rounds this noisy would rarely agree: one round starts the pool's threads.
+        # round here), and rounds this noisy would rarely agree: one round starts the pool's threads
+        # (a step run alone, first on a cold server, warms up as any step).
         footprint = {"concurrency": high, "watch_listen_queue": True, "warmup_seconds": HIGH_WARMUP_SECONDS,
-                     "warmup_max_rounds": 1,
+                     "warmup_max_rounds": 1, "warmup_max_rounds_first": Step.warmup_max_rounds,
                      "calibration_rounds": 3, "calibration_requests": CALIBRATION_ROUND_FACTOR * high,
                      "extra": {"group": "footprint"}}
         return [

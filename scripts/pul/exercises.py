@@ -333,6 +333,8 @@ def at_dir(lab: Lab, lab_dir: Path, app_decides: tuple[str, ...] = (), warmup_ro
             step.configure = {k: v for k, v in step.configure.items() if k not in hidden}
             if warmup_rounds is not None:
                 step.warmup_max_rounds = min(step.warmup_max_rounds, warmup_rounds)
+                if step.warmup_max_rounds_first is not None:
+                    step.warmup_max_rounds_first = min(step.warmup_max_rounds_first, warmup_rounds)
                 step.warmup_min_rounds = min(step.warmup_min_rounds, step.warmup_max_rounds)
             if warmup_seconds is not None:
                 step.warmup_seconds = min(step.warmup_seconds or warmup_seconds, warmup_seconds)

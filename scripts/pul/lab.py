@@ -94,6 +94,9 @@ class Step:
     warmup_settled: float = 0.10
     warmup_min_rounds: int = 2
     warmup_max_rounds: int = 8
+    # The most rounds when the step is the first on its server, a cold JVM, where its
+    # warmup_max_rounds counts on the steps before it (None: warmup_max_rounds either way).
+    warmup_max_rounds_first: int | None = None
     warmup_jit_quiet: float | None = 0.10
     # Calibrate the CPU bounds before the measured run (pul.model): the last round run at this
     # step's settings gives the server's and the load generator's CPU per request. A calibration
@@ -223,7 +226,7 @@ class Lab:
 
     # -- what to run ------------------------------------------------------
     def variants(self) -> list[str]:
-        """Variant names, in the order they run."""
+        """Variant names, in the order they run, the named-only ones included."""
         return [step.name for step in self.steps(dict(self.defaults))]
 
     def variants_listed(self) -> str:

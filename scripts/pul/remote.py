@@ -194,8 +194,9 @@ class RemoteServer:
         for step in steps:
             wanted = server_properties(lab, params, step.setup, settings)
             (matching if wanted == served else other).append((step, differences(wanted, served)))
-        # `scripts/lab serve` without --variant serves the set-up of the lab's first step.
-        all_steps = lab.steps(params)
+        # `scripts/lab serve` without --variant serves the set-up of the lab's first step (of a
+        # default run: a named-only variant is not in it).
+        all_steps = [s for s in lab.steps(params) if not s.named_only]
         first_set_up = [s.name for s in all_steps if s.setup == all_steps[0].setup]
         skipped = []
         for step, found in other:

@@ -1082,9 +1082,9 @@ def _measure_group(bench: Bench, group: list[Step], server, services: Services, 
     # The JIT's work for one variant speeds up the others, so measuring right after each one's
     # own warm-up would favour whichever runs last.
     warmups = {}
-    for step in group:
+    for index, step in enumerate(group):
         bench.eta.begin(f"warm {step.name}")
-        at = StepBench(bench, step, server)
+        at = StepBench(bench, _warmup_of(step, first=index == 0), server)
         configure(at)
         warmups[step.name] = warm_up(at)
     if _interleaved(group):
@@ -1115,6 +1115,15 @@ def _measure_group(bench: Bench, group: list[Step], server, services: Services, 
         records.append(record)
         _print_step(record, bench.progress)
     return records
+
+
+def _warmup_of(step: Step, first: bool) -> Step:
+    """The step as its warm-up runs: first on its server, a cold JVM, with its own rounds for that
+    (Step.warmup_max_rounds_first)."""
+    if not first or step.warmup_max_rounds_first is None:
+        return step
+    rounds = step.warmup_max_rounds_first
+    return replace(step, warmup_max_rounds=rounds, warmup_min_rounds=min(step.warmup_min_rounds, rounds))
 
 
 def configure(at: StepBench) -> None:

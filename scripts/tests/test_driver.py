@@ -122,6 +122,17 @@ def test_a_named_only_variant_runs_only_when_named():
     assert "scala-virtual" in LAB06.variants()
 
 
+def test_a_step_counting_on_earlier_ones_warms_up_as_any_step_when_first_on_its_server():
+    from pul.run import _warmup_of
+
+    after_others = Step("a", "a", 1, 1, warmup_max_rounds=1, warmup_max_rounds_first=8)
+    assert _warmup_of(after_others, first=False) is after_others
+    first = _warmup_of(after_others, first=True)
+    assert (first.warmup_max_rounds, first.warmup_min_rounds) == (8, 2)
+    plain = Step("b", "b", 1, 1)
+    assert _warmup_of(plain, first=True) is plain
+
+
 def test_pinning_puts_server_and_load_on_different_cores():
     pin = pinning(RunOptions())
     if (os.cpu_count() or 1) >= 2:

@@ -112,6 +112,16 @@ def test_a_check_caps_the_warm_up_rounds_and_their_length():
     assert [s.warmup_seconds for s in untouched] == [s.warmup_seconds for s in steps]
 
 
+def test_a_check_caps_the_rounds_of_a_step_first_on_its_server_too():
+    # Lab 06's jdbc steps warm up in one round after other steps, with the defaults' rounds when
+    # first on a cold server (an exercise measuring jdbc-connections=4 alone): the cap holds there too.
+    driver = lab.resolve("06")
+    params = dict(driver.defaults)
+    capped = {s.name: s for s in exercises.at_dir(driver, driver.dir, (), warmup_rounds=2).steps(params)}
+    jdbc = capped["jdbc-connections=4"]
+    assert (jdbc.warmup_max_rounds, jdbc.warmup_max_rounds_first) == (1, 2)
+
+
 @pytest.mark.parametrize("written", ["0", "-1", "1.5", "true", '"2"'])
 def test_warm_up_limits_must_be_whole_numbers(tmp_path, written):
     copy_dir = tmp_path / "labs" / "05-concurrency-highway"

@@ -15,6 +15,7 @@ import pytest
 
 from pul import cli, lab
 from pul.errors import UsageError
+from pul.run import select_steps
 from pul.remote import LAB_PROPERTY, RemoteServer, parse_target, server_properties
 from pul.server import free_port
 
@@ -122,6 +123,18 @@ def test_a_server_set_up_for_none_of_the_steps_is_refused_with_the_serve_command
     assert "not set up for any step" in message
     assert "lab.work-ms: the server has '100', this step needs '30'" in message
     assert "scripts/lab serve 01 --listen 192.168.56.10 --port 9000" in message
+
+
+def test_a_default_run_against_the_wrong_server_suggests_a_plain_serve_despite_named_only_variants():
+    # Lab 06's scala-virtual runs only when named: the steps of a default run all share the first
+    # set-up, so serving it needs no --variant.
+    lab06 = lab.resolve("06")
+    params = dict(lab06.defaults)
+    steps = select_steps(lab06, params, ())
+    pools = served(lab06, {**params, "work_ms": 100}, {})
+    with pytest.raises(UsageError) as error:
+        RemoteServer(URL).split_steps(lab06, params, steps, {}, pools, [])
+    assert "scripts/lab serve 06 --listen 192.168.56.10 --port 9000" in str(error.value)
 
 
 def test_a_setting_only_the_server_has_is_a_difference():
