@@ -127,6 +127,11 @@ class Step:
     extra: dict = field(default_factory=dict)
 
 
+def default_run(steps: list[Step]) -> list[Step]:
+    """The steps a run without --variant makes: all but the named-only ones (Step.named_only)."""
+    return [step for step in steps if not step.named_only]
+
+
 @dataclass
 class Services:
     """What a lab's services() hook started for its servers (lab 03: a database)."""

@@ -18,7 +18,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from .errors import ServerFailed, UsageError
-from .lab import Lab, Step
+from .lab import Lab, Step, default_run
 from .progress import Progress
 from .server import WHERE_NOT_WHAT, http_fetch, http_get, url_host
 
@@ -196,7 +196,7 @@ class RemoteServer:
             (matching if wanted == served else other).append((step, differences(wanted, served)))
         # `scripts/lab serve` without --variant serves the set-up of the lab's first step (of a
         # default run: a named-only variant is not in it).
-        all_steps = [s for s in lab.steps(params) if not s.named_only]
+        all_steps = default_run(lab.steps(params))
         first_set_up = [s.name for s in all_steps if s.setup == all_steps[0].setup]
         skipped = []
         for step, found in other:

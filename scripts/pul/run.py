@@ -17,7 +17,7 @@ from .ab import BenchRun, LoadResult, nothing_completed
 from .wrk import WrkRun
 from .checks import parse_cpu_list
 from .errors import LabError, NothingCompleted, ServerFailed, UsageError
-from .lab import Lab, Services, Step
+from .lab import Lab, Services, Step, default_run
 from .footprint import FootprintMeter
 from .listenq import ListenQueueMeter
 from .probe import CLOCK_TICKS, StatusPoller
@@ -144,7 +144,7 @@ def select_steps(lab: Lab, params: dict, wanted: tuple[str, ...]) -> list[Step]:
             raise LabError(f"{lab.name}: step {step.name} runs on runtime {step.runtime!r}, which its "
                            f"lab.toml's `runtimes` does not list ({', '.join(sorted(declared)) or 'none'})")
     if not wanted:
-        return [step for step in steps if not step.named_only]
+        return default_run(steps)
     by_name = {s.name: s for s in steps}
     unknown = [w for w in wanted if w not in by_name]
     if unknown:

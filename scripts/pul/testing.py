@@ -232,8 +232,9 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     (at least `core_busy`; where another of the step's bounds is below the core's at the run's
     own CPU per request, that bound instead, and no busy core), and how well the calibration
     before the run held (the serving drift, pul.model.serving_drift, within `limit`, or the driver
-    measured the step as often as it does, pul.model.MEASUREMENTS). The prediction's own band follows from the two: band[0] / (1 + limit)
-    to band[1] / (1 - limit), of its bound or, for a range, over its floor and under its upper end.
+    measured the step as often as it does, pul.model.MEASUREMENTS). The prediction's own band
+    follows from the two: band[0] / (1 + limit) to band[1] / (1 - limit), of its bound or, for a
+    range, over its floor and under its upper end.
     Returns (the first, the misses, whether the calibration never held)."""
     drift = model.serving_drift(v)
     # The core's use by serving: the rate times the run's own serving CPU per request (the

@@ -74,7 +74,7 @@ def test_the_default_dispatcher_is_bound_by_its_threads(smoke):
 def test_blocking_off_the_dispatcher_reaches_the_bound_the_model_names(smoke, name):
     v = by_name(smoke).get(name)
     if v is None:
-        pytest.skip(f"{name} is not in this run (the smoke run leaves it out)")
+        pytest.skip(f"{name} is not in this run (PUL_SMOKE_RESULTS names a run without it)")
     # 50 in flight, each in service: their queueing for the core is in the prediction.
     assert v["extra"]["queueing"]["in_service"] == v["concurrency"], v["extra"]
     check_the_model_predicted(v)
@@ -101,7 +101,7 @@ def test_synchronized_pins_on_java_21_only(smoke):
 def test_a_thousand_in_flight_reach_their_bound(smoke, kind):
     v = by_name(smoke).get(f"{kind}-c={smoke['params']['high_concurrency']}")
     if v is None:
-        pytest.skip(f"{kind} is not in this run (the smoke run leaves it out)")
+        pytest.skip(f"{kind} is not in this run (PUL_SMOKE_RESULTS names a run without it)")
     in_band(v)
 
 
