@@ -222,3 +222,68 @@ def test_lab05_a_busy_compiler_allows_its_cheapest_calibration_round_and_no_more
     check(compiler_busy_at_c2(committed("05-concurrency-highway"), 1.19))  # 0.505 ms: within the rounds
     with pytest.raises(AssertionError):
         check(compiler_busy_at_c2(committed("05-concurrency-highway"), 1.45))  # cheaper than any round
+
+
+# -- lab 03: the rise and the plateau, against a core whose speed drifts ------------------------
+
+LAB03 = smoke_module("labs/03-jdbc-dispatcher/tests/test_lab03.py")
+
+
+def old_rise_and_plateau_assertions(results: dict) -> None:
+    """The fixed ratios lab 03's smoke test had: 32 connections serve 3x what 4 do, and 64 less
+    than 1.4x what 32 do, whatever the core did between the steps."""
+    rate = {v["extra"]["pool_size"]: v["requests_per_sec"] for v in results["variants"] if v["name"].startswith("pool=")}
+    assert rate[32] / rate[4] >= 3
+    assert rate[64] / rate[32] <= 1.4
+
+
+def pool(results: dict, size: int) -> dict:
+    return next(v for v in results["variants"] if v["name"] == f"pool={size}")
+
+
+def slowed_core_at_32(results: dict, speed: float = 0.33) -> dict:
+    """PostgreSQL's core at `speed` of its pace in pool=32's rounds alone, as on a fresh CI machine
+    whose core served 152, 122 and 238 req/s before pool=16, 32 and 64: the calibration before the
+    step sees it, so the step is bound by that core, and serves what it predicts."""
+    doctored = copy.deepcopy(results)
+    v = pool(doctored, 32)
+    database = v["bounds"]["database CPU"] * speed
+    v["bounds"]["database CPU"] = database
+    v["predicted_requests_per_sec"] = database
+    v["bound_by"] = "database CPU"
+    v["requests_per_sec"] = database * 0.92
+    v["measured_over_predicted"] = 0.92
+    return doctored
+
+
+def no_rise_past_4(results: dict) -> dict:
+    """A server whose 32 connections serve barely more than 4 do, as a pool that never grew would."""
+    doctored = copy.deepcopy(results)
+    pool(doctored, 32)["requests_per_sec"] = pool(doctored, 4)["requests_per_sec"] * 1.3
+    return doctored
+
+
+def doubling_past_32(results: dict) -> dict:
+    """64 connections serving twice what 32 do on a core that ran at one pace: Little's law alone,
+    no plateau."""
+    doctored = copy.deepcopy(results)
+    pool(doctored, 64)["requests_per_sec"] = pool(doctored, 32)["requests_per_sec"] * 2
+    return doctored
+
+
+def test_lab03_the_committed_run_passes_the_new_check():
+    LAB03.check_the_sweep(committed("03-jdbc-dispatcher"))
+    old_rise_and_plateau_assertions(committed("03-jdbc-dispatcher"))
+
+
+def test_lab03_a_core_slowed_at_32_passes_the_new_check_but_failed_the_fixed_ratios():
+    doctored = slowed_core_at_32(committed("03-jdbc-dispatcher"))
+    LAB03.check_the_sweep(doctored)
+    with pytest.raises(AssertionError):
+        old_rise_and_plateau_assertions(doctored)
+
+
+@pytest.mark.parametrize("doctor", [no_rise_past_4, doubling_past_32], ids=["no rise past 4", "doubling past 32"])
+def test_lab03_a_sweep_off_its_model_fails_the_new_check(doctor):
+    with pytest.raises(AssertionError):
+        LAB03.check_the_sweep(doctor(committed("03-jdbc-dispatcher")))

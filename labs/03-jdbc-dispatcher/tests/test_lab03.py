@@ -122,8 +122,16 @@ def check_the_sweep(data: dict) -> None:
     within("pool=64 Little's law over the database bound", littles[64] / database[64], 1.5, context=summary)
     # Below the limit, throughput follows the pool (Little's law within 20%).
     within("pool=4 req/s over Little's law", rate[4] / littles[4], 0.8, 1.1, context=summary)
-    # It rises with the pool (Little's law alone: 8x; the CPU limit allows about 7x)...
-    within("pool=32 req/s over pool=4's", rate[32] / rate[4], 3, context=summary)
+    # It rises with the pool, by as much as the model predicts: pool=4 bound by its threads, pool=32
+    # by PostgreSQL's core as calibrated just before it. That core's speed drifts, so the predicted
+    # rise does too. A fresh CI machine's core served 152, 122 and 238 req/s in the rounds before
+    # pool=16, 32 and 64: a predicted rise of 2.8x, measured 2.54x (0.90 of it). In 15 runs here
+    # the rise was 3.5-6.9x, 0.79-1.19 of the predicted one. The clear rise is the lesson; its size
+    # is the model's.
+    predicted = {n: by_pool[n]["predicted_requests_per_sec"] for n in POOLS}
+    within("pool=32 req/s over pool=4's", rate[32] / rate[4], 1.5, context=summary)
+    within("pool=32's rise over pool=4 against the predicted rise",
+           (rate[32] / rate[4]) / (predicted[32] / predicted[4]), 0.6, 1.5, context=summary)
     # ...onto a plateau at PostgreSQL's CPU limit, the bound for both 32 and 64 connections (or
     # below it near the corner, where the queries queue). Measured 0.69-1.23 of it on CI and
     # here: ab shares the core, the queries still bunch up a little, and the bound comes from a
@@ -131,10 +139,13 @@ def check_the_sweep(data: dict) -> None:
     # from Little's law alone (3x the bound at 64) and from a thread-bound collapse.
     for n in (32, 64):
         within(f"pool={n} req/s over the database bound", rate[n] / database[n], 0.5, 1.35, context=summary)
-    # ...so twice the connections do not double the throughput, as Little's law alone would. (32
-    # is just past the corner: 64 may gain up to about a fifth, 27% measured on CI, or lose as
-    # much to the extra backends sharing one core: 64/32 was 0.83 to 1.27 on CI and here.)
-    within("pool=64 req/s over pool=32's", rate[64] / rate[32], high=1.4, context=summary)
+    # ...so twice the connections gain only what PostgreSQL's core gives, not the doubling of
+    # Little's law alone. On a steady core 64 and 32 share one bound (64/32 measured 0.95-1.23 in
+    # 15 runs here); on the CI machine above the core sped up from 122 to 238 req/s between them,
+    # and 64 served 2.1x what 32 did: the core's doing, as the prediction's 1.95x says. So 64's
+    # gain is checked against the predicted one: 0.79-1.28 of it in those 15 runs, 1.08 on CI.
+    within("pool=64's gain over pool=32 against the predicted gain",
+           (rate[64] / rate[32]) / (predicted[64] / predicted[32]), 0.6, 1.5, context=summary)
     # PostgreSQL's core is busy at the plateau, and barely at 4 connections.
     pg32 = by_pool[32]["extra"].get("postgres_cpu_utilization")
     pg4 = by_pool[4]["extra"].get("postgres_cpu_utilization")
@@ -146,21 +157,22 @@ def check_the_sweep(data: dict) -> None:
     # thread-bound step keeps it far less busy (pool 4: the check on pg4 above).
     within("pool=64 shared core busy", by_pool[64]["load_cores_busy"], 0.7)
     # Identical waits put the connections in lockstep: the same pool serves clearly less than
-    # smoothly arriving queries would. Against the varied waits' own step the comparison spans two
-    # moments of a host whose speed drifts: the varied step's rate was 0.65-0.72 of it in five runs
-    # here, and 0.92 in one where the shared core's CPU per request was 4.3 ms before the lockstep
-    # step and about 5.6 ms before the varied one. So the size of the effect is checked against
-    # the smooth model (mean-value analysis) at the lockstep step's own calibration, which its
-    # measurement reached 0.61-0.77 of in three runs, where the varied steps reach 0.84-0.99 of
-    # theirs; the raw comparison keeps the direction.
+    # smoothly arriving queries would. The smooth model (mean-value analysis) at the lockstep
+    # step's own calibration says how much: its measurement reached 0.53-0.72 of it in 15 runs.
+    # Against the varied waits' own step, each is taken as a share of its own prediction, since
+    # the two steps are two moments of a host whose speed drifts: once, the varied step's rate
+    # was 0.92 of the lockstep one's where the shared core's CPU per request was 4.3 ms before the
+    # lockstep step and about 5.6 ms before the varied one. Lockstep's share over the varied
+    # step's was 0.66-0.77 in 13 of those runs (the raw rates' ratio 0.59-0.78).
     assert len(lockstep) == 1, summary
     [lock] = lockstep
-    within(f"{lock['name']} req/s over pool={lockstep_pool}'s", lock["requests_per_sec"]
-           / by_pool[lockstep_pool]["requests_per_sec"], high=0.95, context=summary)
     shared_ms = lock["calibration"]["load_cores_cpu_ms"]
     smooth = mean_value_analysis(lockstep_pool, data["params"]["query_ms"] + shared_ms, shared_ms,
                                  lock["extra"]["postgres_cores"])
     within(f"{lock['name']} req/s over the smooth model", lock["requests_per_sec"] / smooth, high=0.85,
+           context=summary)
+    within(f"{lock['name']}'s share of the smooth model over pool={lockstep_pool}'s of its prediction",
+           lock["requests_per_sec"] / smooth / by_pool[lockstep_pool]["measured_over_predicted"], high=0.95,
            context=summary)
     # The model predicts lockstep as a range (pul.model.CONVOY): at worst the perfect convoy, every
     # connection back at the same moment, N / (wait + N x CPU per request / cores), the prediction's
