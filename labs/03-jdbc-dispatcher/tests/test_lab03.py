@@ -125,8 +125,8 @@ def check_the_sweep(data: dict) -> None:
     # It rises with the pool, by as much as the model predicts: pool=4 bound by its threads, pool=32
     # by PostgreSQL's core as calibrated just before it. That core's speed drifts, so the predicted
     # rise does too. A fresh CI machine's core served 152, 122 and 238 req/s in the rounds before
-    # pool=16, 32 and 64: a predicted rise of 2.8x, measured 2.54x (0.90 of it). In 15 runs here
-    # the rise was 3.5-6.9x, 0.79-1.19 of the predicted one. The clear rise is the lesson; its size
+    # pool=16, 32 and 64: a predicted rise of 2.8x, measured 2.54x (0.90 of it). In 25 census runs
+    # here the rise was 3.5-6.9x, 0.79-1.19 of the predicted one. The clear rise is the lesson; its size
     # is the model's.
     predicted = {n: by_pool[n]["predicted_requests_per_sec"] for n in POOLS}
     within("pool=32 req/s over pool=4's", rate[32] / rate[4], 1.5, context=summary)
@@ -143,9 +143,11 @@ def check_the_sweep(data: dict) -> None:
     # Little's law alone. On a steady core 64 and 32 share one bound (64/32 measured 0.95-1.23 in
     # 15 runs here); on the CI machine above the core sped up from 122 to 238 req/s between them,
     # and 64 served 2.1x what 32 did: the core's doing, as the prediction's 1.95x says. So 64's
-    # gain is checked against the predicted one: 0.79-1.28 of it in those 15 runs, 1.08 on CI.
+    # gain is checked against the predicted one: 0.79-1.40 of it in 25 census runs (each step's
+    # rate over its bound moves on its own, 0.74-1.15 here), 1.08 on CI; a doubling on a steady
+    # core (predicted gain 1) fails, as does a step above its database bound (above).
     within("pool=64's gain over pool=32 against the predicted gain",
-           (rate[64] / rate[32]) / (predicted[64] / predicted[32]), 0.6, 1.5, context=summary)
+           (rate[64] / rate[32]) / (predicted[64] / predicted[32]), 0.6, 1.6, context=summary)
     # PostgreSQL's core is busy at the plateau, and barely at 4 connections.
     pg32 = by_pool[32]["extra"].get("postgres_cpu_utilization")
     pg4 = by_pool[4]["extra"].get("postgres_cpu_utilization")
@@ -163,7 +165,7 @@ def check_the_sweep(data: dict) -> None:
     # the two steps are two moments of a host whose speed drifts: once, the varied step's rate
     # was 0.92 of the lockstep one's where the shared core's CPU per request was 4.3 ms before the
     # lockstep step and about 5.6 ms before the varied one. Lockstep's share over the varied
-    # step's was 0.66-0.77 in 13 of those runs (the raw rates' ratio 0.59-0.78).
+    # step's was 0.61-0.84 in 23 census runs (the raw rates' ratio 0.59-0.78 in 15).
     assert len(lockstep) == 1, summary
     [lock] = lockstep
     shared_ms = lock["calibration"]["load_cores_cpu_ms"]
