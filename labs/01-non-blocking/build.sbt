@@ -1,17 +1,15 @@
-// Lab 01: non-blocking actions. A standalone Play 2.9 project: `sbt run` works here.
+// Lab 01: non-blocking actions. A Play 2.9 project of its own: `sbt run` works here.
 name := "lab01-non-blocking"
 organization := "dev.playunderload"
 version := "1.0"
 scalaVersion := "2.13.18"
 
-lazy val root = (project in file(".")).enablePlugins(PlayJava)
+// The instruments the lab driver reads (/pools, the timeline, a profile), built from
+// labs/instruments as a part of this build (labs/sbt/build/Instruments.scala).
+lazy val instruments = Instruments.project
+lazy val root = (project in file(".")).enablePlugins(PlayJava).dependsOn(instruments % Instruments.Uses)
 
 libraryDependencies += guice
-
-// Test only: the Play tests check the live /pools answer against the driver's contract,
-// ../common/pools.schema.json (labs/common/README.md). 1.0.83 is the newest release built on
-// Jackson 2.14, the line Play 2.9 ships (2.14.3); later ones would pull Play's Jackson up to 2.15+.
-libraryDependencies += "com.networknt" % "json-schema-validator" % "1.0.83" % Test
 
 // Dev mode (`sbt run`) listens on loopback only, like the production server the lab driver starts.
 PlayKeys.playDefaultAddress := "127.0.0.1"
@@ -23,5 +21,5 @@ scalacOptions ++= Seq("-deprecation", "-feature", "-Xfatal-warnings")
 Compile / doc / sources := Seq.empty
 Compile / packageDoc / publishArtifact := false
 
-// PUL_PLAY=3: the same sources on Play 3 and Pekko, translated (project/PlayLine.scala).
+// PUL_PLAY=3: the same sources on Play 3 and Pekko, translated (labs/sbt/build/PlayLine.scala).
 PlayLine.settings

@@ -454,8 +454,8 @@ def check_coursier() -> Finding:
             return Finding(WARN, "dependency caches", f"not cached for {', '.join(missing)}",
                            "while online: scripts/offline-cache prefetch (a few minutes); offline: "
                            "scripts/offline-cache import KIT.tar")
-    # Each Play line's core module, at the version the labs pin (project/plugins.sbt).
-    versions = playline.plugin_versions(playline.REPO / "labs" / "01-non-blocking")
+    # Each Play line's core module, at the version the labs pin (labs/sbt/plugin/PlayPlugin.scala).
+    versions = playline.plugin_versions()
     missing = [f"Play {version}" for line, version in sorted(versions.items())
                if not list(coursier_dir().glob(f"**/{playline.GROUPS[line].replace('.', '/')}/play_2.13/{version}"))]
     if not missing:

@@ -370,7 +370,8 @@ def run_exercise(exercise: Exercise, lab: Lab, quiet: bool,
 
 @contextlib.contextmanager
 def scratch_copy(lab: Lab) -> Iterator[Path]:
-    """A copy of the lab as `<tmp>/labs/NN-name` next to a link to the repository's scripts.
+    """A copy of the lab as `<tmp>/labs/NN-name` next to links to what it reads from the repository
+    (LINKED).
 
     The lab's target/ comes along (with its timestamps), so sbt builds incrementally and an
     unchanged copy needs no build at all; results/ stays behind, and so do the caches that name
@@ -384,13 +385,20 @@ def scratch_copy(lab: Lab) -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+# What a lab's build reads beside it, as links in a copy's root: the scripts, the instruments
+# module and the build code every lab shares.
+LINKED = ("scripts", "labs/instruments", "labs/sbt")
+
+
 def copy_into(lab: Lab, root: Path) -> Path:
-    """The lab copied to `root/labs/NN-name`, next to `root/scripts` (a link to the repository's),
-    as scratch_copy makes it; a copy already there is replaced."""
+    """The lab copied to `root/labs/NN-name`, next to links to the repository's scripts, its
+    instruments module and its shared build code (LINKED), as scratch_copy makes it; a copy already
+    there is replaced."""
     (root / "labs").mkdir(parents=True, exist_ok=True)
-    scripts = root / "scripts"
-    if not scripts.is_symlink():
-        scripts.symlink_to(REPO / "scripts")
+    for name in LINKED:
+        link = root / name
+        if not link.is_symlink():
+            link.symlink_to(REPO / name)
     copy_dir = root / "labs" / lab.dir.name
     shutil.rmtree(copy_dir, ignore_errors=True)
     shutil.copytree(lab.dir, copy_dir, symlinks=True, ignore=_not_copied(lab.dir))

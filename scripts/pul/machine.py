@@ -56,10 +56,10 @@ def ab_version(ab: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def play_version(lab_dir: Path) -> str | None:
-    """The Play version the lab builds on now (its plugins.sbt, for the current line)."""
+def play_version() -> str | None:
+    """The Play version the lab builds on now (labs/sbt/plugin/PlayPlugin.scala, for the current line)."""
     try:
-        return playline.plugin_versions(lab_dir).get(playline.current())
+        return playline.plugin_versions().get(playline.current())
     except OSError:
         return None
 
@@ -190,7 +190,7 @@ def facts(lab_dir: Path, pinning: dict, ab: str | None, load_at_start: float | N
         "memory_gib": memory_gib(),
         "os": os_name(),
         "jdk": jdk_version(),
-        "play": play_version(lab_dir),
+        "play": play_version(),
         "ab": ab_version(ab),
         # Taken before the build: what the machine was doing before this run added its own work.
         "load_average_at_start": load_at_start if load_at_start is not None else load_average(),

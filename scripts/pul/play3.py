@@ -64,10 +64,10 @@ def translated_lines(lab_dir: Path, pairs: list[tuple[str, str]]) -> list[tuple[
 
 
 def names_markdown(lab: Lab) -> str:
-    pairs = playline.renames(lab.dir / playline.RENAMES_FILE)
+    pairs = playline.renames()
     rows = translated_lines(lab.dir, pairs)
     head = (f"Every line of lab {lab.number}'s code and settings that differs on Play 3, as its build "
-            f"translates it (`project/{playline.RENAMES_FILE.name}`; comments left out):\n\n")
+            f"translates it (`labs/sbt/{playline.RENAMES.name}`; comments left out):\n\n")
     if not rows:
         return head + "None: this lab's code names nothing that Pekko renamed.\n"
     table = ["| file | Play 2.9 (Akka) | Play 3 (Pekko) |", "|---|---|---|"]

@@ -1,11 +1,11 @@
 """The Play line a lab builds on: Play 2.9 on Akka (the default) or Play 3 on Apache Pekko.
 
-Every lab's build reads PUL_PLAY (its project/plugins.sbt and project/PlayLine.scala): unset or
-"2.9" builds on Play 2.9, "3" builds the same sources on Play 3, translated with the lab's
-project/pekko-renames.txt. The driver's --play option sets that variable for every sbt it starts,
-and finds the Play 3 build in its own target folder. The book's Play 3 listings and its appendix
-of renamed keys come from the same renames file, through `translate` here, the same literal
-replacements PlayLine.scala makes.
+Every lab's build reads PUL_PLAY (labs/sbt: plugin/PlayPlugin.scala and build/PlayLine.scala,
+which every lab's meta-build compiles): unset or "2.9" builds on Play 2.9, "3" builds the same
+sources on Play 3, translated with labs/sbt/pekko-renames.txt. The driver's --play option sets
+that variable for every sbt it starts, and finds the Play 3 build in its own target folder. The
+book's Play 3 listings and its appendix of renamed keys come from the same renames file, through
+`translate` here, the same literal replacements PlayLine.scala makes.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ DEFAULT = "2.9"
 LINES = {"2.9": "Play 2.9 on Akka", "3": "Play 3 on Apache Pekko"}
 # Each line's Maven group id (Play 3 moved from com.typesafe.play to org.playframework).
 GROUPS = {"2.9": "com.typesafe.play", "3": "org.playframework"}
-RENAMES_FILE = Path("project") / "pekko-renames.txt"
 REPO = Path(__file__).resolve().parents[2]
-COMMON_RENAMES = REPO / "labs" / "common" / "pekko-renames.txt"
+# The build code every lab shares (labs/sbt): the renames, and the sbt plugin of each line.
+SHARED_BUILD = REPO / "labs" / "sbt"
+RENAMES = SHARED_BUILD / "pekko-renames.txt"
+PLUGINS = SHARED_BUILD / "plugin" / "PlayPlugin.scala"
 
 
 def _checked(line: str, given: str) -> str:
@@ -66,7 +68,7 @@ def results_dir(lab_dir: Path, line: str | None = None) -> Path:
     return lab_dir / "results" / _apart(line)
 
 
-def renames(path: Path = COMMON_RENAMES) -> list[tuple[str, str]]:
+def renames(path: Path = RENAMES) -> list[tuple[str, str]]:
     """The (old, new) pairs of a renames file, in order, as PlayLine.renames reads them."""
     pairs = []
     for number, raw in enumerate(path.read_text().splitlines(), 1):
@@ -91,9 +93,9 @@ def setting(key: str, line: str | None = None) -> str:
     return translate(key, renames()) if (line or current()) == "3" else key
 
 
-def plugin_versions(lab_dir: Path) -> dict[str, str]:
-    """Each line's Play version, as the lab's project/plugins.sbt pins it."""
-    text = (lab_dir / "project" / "plugins.sbt").read_text(errors="replace")
+def plugin_versions(path: Path = PLUGINS) -> dict[str, str]:
+    """Each line's Play version, as labs/sbt/plugin/PlayPlugin.scala pins it for every lab."""
+    text = path.read_text(errors="replace")
     found = {}
     for line, group in GROUPS.items():
         match = re.search(rf'"{re.escape(group)}"\s*%\s*"sbt-plugin"\s*%\s*"([^"]+)"', text)

@@ -1,6 +1,6 @@
 """A CPU profile of the server during a step's measured runs, and its flame graph.
 
-Every lab's server keeps a JDK Flight Recorder profiler (labs/common/CpuProfile.java): the
+Every lab's server keeps a JDK Flight Recorder profiler (labs/instruments/app/instruments/CpuProfile.java): the
 driver starts it before a measured run (POST /profile/start?period_ms=N) and takes its stacks
 after (POST /profile/stop), folded into the "collapsed" format every flame-graph tool reads:
 one line per distinct stack, root first, frames separated by ';', then the number of samples.

@@ -26,8 +26,10 @@ from .progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
 SBT = REPO / "scripts" / "sbt"
+# What a lab's build reads, relative to the lab: its own files, and the instruments module and the
+# build code every lab shares beside it (labs/instruments, labs/sbt).
 BUILD_INPUTS = ("app", "conf", "public", "build.sbt", "project/plugins.sbt", "project/build.properties",
-                "project/PlayLine.scala", "project/pekko-renames.txt")
+                "project/project/build.sbt", "../instruments/app", "../instruments/conf", "../sbt")
 
 
 def _newest_input(lab_dir: Path) -> float:
@@ -63,7 +65,8 @@ def build(lab_dir: Path, children: Children, progress: Progress, force: bool = F
     log_path = target / "pul-build.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     line = playline.current()
-    tasks = ["test", "stage"] if test else ["stage"]
+    # The instruments' own tests run with each lab's: the module is built anew in every lab.
+    tasks = ["instruments/test", "test", "stage"] if test else ["stage"]
     wrapper = [str(lab_dir / "test-env")] if test and os.access(lab_dir / "test-env", os.X_OK) else []
     progress.step(f"building {lab_dir.name} on {playline.LINES[line]} (sbt {' '.join(tasks)}; a line's first "
                   "build downloads ~270 MB, about a minute)")

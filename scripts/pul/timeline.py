@@ -1,6 +1,6 @@
 """A timeline of the server's pools during a step's measured runs.
 
-Every lab's server keeps a sampler (labs/common/PoolTimeline.java): a thread outside its pools
+Every lab's server keeps a sampler (labs/instruments/app/instruments/PoolTimeline.java): a thread outside its pools
 that reads each pool's busy threads, queued tasks and threads, the JVM's CPU time and its thread
 count at a fixed rate. The driver starts it before the measured runs (POST /timeline/start?hz=N)
 and takes the samples after them (POST /timeline/stop). Over HTTP, so that it works for a server

@@ -65,6 +65,25 @@ def test_a_scratch_copy_leaves_the_records_that_would_delete_the_originals_files
     assert copied == ["app/A.java", "target/pul-staged.stamp", "target/streams/universal/stage/_global/streams/out"]
 
 
+def test_a_scratch_copy_sits_beside_what_a_labs_build_reads(tmp_path, monkeypatch):
+    # A lab's build reads ../instruments and ../sbt (labs/sbt/build/Instruments.scala): the copy
+    # has links to the repository's beside it, and to its scripts, so that a build there finds them.
+    repo = tmp_path / "repo"
+    for name in exercises.LINKED:
+        (repo / name).mkdir(parents=True)
+        (repo / name / "marker").write_text(name)
+    lab_dir = repo / "labs" / "01-demo"
+    (lab_dir / "app").mkdir(parents=True)
+    monkeypatch.setattr(exercises, "REPO", repo)
+    demo = type("Demo", (), {"number": "01", "dir": lab_dir})()
+    with exercises.scratch_copy(demo) as copy_dir:
+        assert copy_dir.name == "01-demo" and copy_dir.parent.name == "labs"
+        for name in exercises.LINKED:
+            assert (copy_dir.parents[1] / name).is_symlink(), name
+        assert (copy_dir / ".." / "instruments" / "marker").read_text() == "labs/instruments"
+        assert (copy_dir / ".." / "sbt" / "marker").read_text() == "labs/sbt"
+
+
 def test_prepare_builds_the_solved_copy_a_later_check_finds(tmp_path, monkeypatch, capsys):
     # `check --solution --prepare DIR` (scripts/test's labs part, for the workshop part): the copy
     # at DIR/labs/NN-name with every solution applied, built, and an earlier copy replaced.

@@ -4,6 +4,8 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import instruments.PoolsSchema;
+import instruments.TimelineCheck;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

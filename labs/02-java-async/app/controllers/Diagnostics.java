@@ -2,7 +2,9 @@ package controllers;
 
 import akka.actor.ActorSystem;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.IOException;
+import instruments.LabPools;
+import instruments.PoolTimeline;
+import instruments.javadsl.PoolReport;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -19,13 +21,13 @@ import play.libs.concurrent.ClassLoaderExecutionContext;
 import play.mvc.Controller;
 import play.mvc.Result;
 import work.BlockingWork;
-import work.CpuProfile;
-import work.PoolReport;
-import work.PoolTimeline;
 
-/** Endpoints for the lab driver and the tests: liveness, pool sizes and their timeline, class loaders. */
+/**
+ * Liveness, class loaders, and the pools the instruments read (labs/instruments): Play's, the
+ * offload pool and the common pool.
+ */
 @Singleton
-public class Diagnostics extends Controller {
+public class Diagnostics extends Controller implements LabPools {
   private final ActorSystem system;
   private final BlockingWork work;
   private final ClassLoaderExecutionContext playContext;
@@ -40,54 +42,17 @@ public class Diagnostics extends Controller {
     this.environment = environment;
   }
 
-  private PoolTimeline timeline;
-
   /** The dispatchers, and the common pool where the JDK uses one (not on a single core). */
-  private synchronized PoolTimeline timeline() {
-    if (timeline == null) {
-      Map<String, String> dispatchers = new LinkedHashMap<>();
-      dispatchers.put("default", "akka.actor.default-dispatcher");
-      dispatchers.put("offload", "offload-dispatcher");
-      Map<String, PoolTimeline.Gauge> gauges = new LinkedHashMap<>(PoolTimeline.dispatchers(system, dispatchers));
-      if (new CompletableFuture<Void>().defaultExecutor() == ForkJoinPool.commonPool()) {
-        gauges.putAll(PoolTimeline.executor("commonpool", ForkJoinPool.commonPool()));
-      }
-      timeline = new PoolTimeline(gauges);
+  @Override
+  public Map<String, PoolTimeline.Gauge> gauges() {
+    Map<String, String> dispatchers = new LinkedHashMap<>();
+    dispatchers.put("default", "akka.actor.default-dispatcher");
+    dispatchers.put("offload", "offload-dispatcher");
+    Map<String, PoolTimeline.Gauge> gauges = new LinkedHashMap<>(PoolTimeline.dispatchers(system, dispatchers));
+    if (new CompletableFuture<Void>().defaultExecutor() == ForkJoinPool.commonPool()) {
+      gauges.putAll(PoolTimeline.executor("commonpool", ForkJoinPool.commonPool()));
     }
-    return timeline;
-  }
-
-  public Result timelineStart(int hz) {
-    try {
-      timeline().start(hz);
-      return ok(Json.newObject().put("hz", hz));
-    } catch (IllegalArgumentException e) {
-      return badRequest(Json.newObject().put("error", e.getMessage()));
-    }
-  }
-
-  public Result timelineStop() {
-    return ok(timeline().stop()).as("application/json");
-  }
-
-  // A JDK Flight Recorder profile of the measured runs, for their flame graph (scripts/lab run --profile).
-  private final CpuProfile profile = new CpuProfile();
-
-  public Result profileStart(int periodMs) {
-    try {
-      profile.start(periodMs);
-      return ok(Json.newObject().put("period_ms", periodMs));
-    } catch (IllegalArgumentException e) {
-      return badRequest(Json.newObject().put("error", e.getMessage()));
-    }
-  }
-
-  public Result profileStop() throws IOException {
-    try {
-      return ok(profile.stop()).as("text/plain");
-    } catch (IllegalStateException e) {
-      return status(CONFLICT, Json.newObject().put("error", e.getMessage()));
-    }
+    return gauges;
   }
 
   public Result status() {
@@ -95,7 +60,8 @@ public class Diagnostics extends Controller {
   }
 
   /** The JSON the lab driver reads: `pools.NAME.threads` feeds each prediction. */
-  public Result pools() {
+  @Override
+  public String poolsJson() {
     ObjectNode pools = Json.newObject();
     pools.set("default", PoolReport.dispatcher(system.settings().config(), "akka.actor.default-dispatcher"));
     pools.set("offload", PoolReport.dispatcher(system.settings().config(), "offload-dispatcher"));
@@ -105,7 +71,7 @@ public class Diagnostics extends Controller {
     report.set("pools", pools);
     report.put("work_ms", work.millis());
     PoolReport.addProcess(report);
-    return ok(report);
+    return Json.stringify(report);
   }
 
   // ANCHOR: classloader

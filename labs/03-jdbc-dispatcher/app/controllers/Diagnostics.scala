@@ -2,7 +2,8 @@ package controllers
 
 import akka.actor.ActorSystem
 import com.zaxxer.hikari.HikariDataSource
-import database.{CpuProfile, PoolReport, PoolTimeline, SalesRepository, SizedDispatchers}
+import database.{SalesRepository, SizedDispatchers}
+import instruments.{LabPools, PoolReport, PoolTimeline}
 import javax.inject.{Inject, Singleton}
 import play.api.db.Database
 import play.api.libs.json.{JsObject, Json}
@@ -10,7 +11,10 @@ import play.api.mvc.{AbstractController, ControllerComponents}
 
 import scala.jdk.CollectionConverters._
 
-/** Endpoints for the lab driver: a cheap liveness probe, the pools (sizes, timeline) and the database's settings. */
+/**
+ * A cheap liveness probe, the database's calibration, and the pools the instruments read
+ * (labs/instruments): the dispatchers, HikariCP's connections and PostgreSQL's settings.
+ */
 @Singleton
 class Diagnostics @Inject() (
     cc: ControllerComponents,
@@ -18,7 +22,7 @@ class Diagnostics @Inject() (
     db: Database,
     sales: SalesRepository,
     sized: SizedDispatchers)
-    extends AbstractController(cc) {
+    extends AbstractController(cc) with LabPools {
 
   def status = Action(Ok("ok\n"))
 
@@ -32,7 +36,7 @@ class Diagnostics @Inject() (
     Seq("default" -> "akka.actor.default-dispatcher", "database" -> "database.dispatcher") ++
       sized.ids.asScala.toSeq.sortBy(_._1).map { case (threads, id) => s"database-$threads" -> id }
 
-  def pools = Action {
+  def poolsJson: String = {
     val pool = hikari.getHikariPoolMXBean
     val dispatchers = PoolReport.json(sized.config.withFallback(system.settings.config), dispatcherIds.toMap)
     val connections = Json.obj(
@@ -57,13 +61,13 @@ class Diagnostics @Inject() (
       } finally statement.close()
     }
     val report = dispatchers ++ Json.obj("pools" -> ((dispatchers \ "pools").as[JsObject] + ("connections" -> connections)))
-    Ok(report ++ Json.obj(
+    Json.stringify(report ++ Json.obj(
       "query_ms"     -> sales.queryMillis,
       "query_jitter" -> sales.queryJitter,
       "postgresql"   -> postgres))
   }
 
-  private lazy val timeline = {
+  def gauges: java.util.Map[String, PoolTimeline.Gauge] = {
     val ids = new java.util.LinkedHashMap[String, String]()
     dispatcherIds.foreach { case (name, id) => ids.put(name, id) }
     val gauges = new java.util.LinkedHashMap[String, PoolTimeline.Gauge](PoolTimeline.dispatchers(system, ids))
@@ -72,31 +76,7 @@ class Diagnostics @Inject() (
     gauges.put("connections.active", () => pool.getActiveConnections.toLong)
     gauges.put("connections.idle", () => pool.getIdleConnections.toLong)
     gauges.put("connections.awaiting", () => pool.getThreadsAwaitingConnection.toLong)
-    new PoolTimeline(gauges)
-  }
-
-  def timelineStart(hz: Int) = Action {
-    try {
-      timeline.start(hz)
-      Ok(Json.obj("hz" -> hz))
-    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
-  }
-
-  def timelineStop = Action(Ok(timeline.stop()).as(JSON))
-
-  // A JDK Flight Recorder profile of the measured runs, for their flame graph (scripts/lab run --profile).
-  private lazy val profile = new CpuProfile
-
-  def profileStart(periodMs: Int) = Action {
-    try {
-      profile.start(periodMs)
-      Ok(Json.obj("period_ms" -> periodMs))
-    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
-  }
-
-  def profileStop = Action {
-    try Ok(profile.stop()).as(TEXT)
-    catch { case e: IllegalStateException => Conflict(Json.obj("error" -> e.getMessage)) }
+    gauges
   }
 
   /** A request's database work with no wait, `runs` times in a row: its cost alone (see SalesRepository.timeRequests). */

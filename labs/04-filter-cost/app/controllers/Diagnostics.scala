@@ -4,17 +4,17 @@ import javax.inject.{Inject, Singleton}
 
 import akka.actor.ActorSystem
 import filters.{Counted, LabFilters, SetupChains}
+import instruments.{LabPools, PoolReport, PoolTimeline}
 import play.api.libs.json.{JsNull, JsNumber, JsObject, Json}
 import play.api.mvc.{AbstractController, ControllerComponents, EssentialFilter}
-import work.{CpuProfile, PoolReport, PoolTimeline}
 
 import scala.jdk.CollectionConverters._
 
-/** The measured action, and what the lab driver reads about the running server. */
+/** The measured action, the filters the server applies, and the pool the instruments read (labs/instruments). */
 @Singleton
 class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, labFilters: LabFilters,
     chains: SetupChains)
-    extends AbstractController(cc) {
+    extends AbstractController(cc) with LabPools {
 
   // ANCHOR: status
   /** The action every set-up is measured against: as cheap as an action gets. */
@@ -51,31 +51,7 @@ class Diagnostics @Inject() (cc: ControllerComponents, system: ActorSystem, labF
 
   private val Dispatchers = Map("default" -> "akka.actor.default-dispatcher")
 
-  def pools = Action(Ok(PoolReport.json(system.settings.config, Dispatchers)))
+  def poolsJson: String = Json.stringify(PoolReport.json(system.settings.config, Dispatchers))
 
-  private lazy val timeline = new PoolTimeline(PoolTimeline.dispatchers(system, Dispatchers.asJava))
-
-  def timelineStart(hz: Int) = Action {
-    try {
-      timeline.start(hz)
-      Ok(Json.obj("hz" -> hz))
-    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
-  }
-
-  def timelineStop = Action(Ok(timeline.stop()).as(JSON))
-
-  // A JDK Flight Recorder profile of the measured runs, for their flame graph (scripts/lab run --profile).
-  private lazy val profile = new CpuProfile
-
-  def profileStart(periodMs: Int) = Action {
-    try {
-      profile.start(periodMs)
-      Ok(Json.obj("period_ms" -> periodMs))
-    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
-  }
-
-  def profileStop = Action {
-    try Ok(profile.stop()).as(TEXT)
-    catch { case e: IllegalStateException => Conflict(Json.obj("error" -> e.getMessage)) }
-  }
+  def gauges: java.util.Map[String, PoolTimeline.Gauge] = PoolTimeline.dispatchers(system, Dispatchers.asJava)
 }

@@ -1,18 +1,21 @@
 package controllers
 
 import akka.actor.ActorSystem
+import instruments.{LabPools, PoolReport, PoolTimeline}
 import java.lang.management.ManagementFactory
 import javax.inject.{Inject, Singleton}
 import play.api.Configuration
 import play.api.libs.json.{JsNull, JsObject, Json}
 import play.api.mvc.{AbstractController, ControllerComponents}
-import work.{BlockingWork, CpuProfile, DatabaseUnavailable, OffloadExecutionContext, PoolReport, PoolTimeline,
-  SleepQuery, VirtualThreads}
+import work.{BlockingWork, DatabaseUnavailable, OffloadExecutionContext, SleepQuery, VirtualThreads}
 
 import scala.concurrent.Future
 import scala.jdk.CollectionConverters._
 
-/** Endpoints for the lab driver: a cheap liveness probe, the pools (facts, timeline), the query alone. */
+/**
+ * A cheap liveness probe, the query alone, HikariCP resized, and the pools the instruments read
+ * (labs/instruments): the dispatchers, the virtual threads' carriers and the connections.
+ */
 @Singleton
 class Diagnostics @Inject() (
     cc: ControllerComponents,
@@ -21,7 +24,7 @@ class Diagnostics @Inject() (
     work: BlockingWork,
     query: SleepQuery,
     offload: OffloadExecutionContext)
-    extends AbstractController(cc) {
+    extends AbstractController(cc) with LabPools {
 
   def status = Action(Ok("ok\n"))
 
@@ -30,7 +33,7 @@ class Diagnostics @Inject() (
     "pool"        -> "offload-dispatcher",
     "per-request" -> "per-request-dispatcher")
 
-  def pools = Action {
+  def poolsJson: String = {
     val report = PoolReport.json(system.settings.config, Dispatchers)
     // No bound of its own: a new virtual thread for every task. The JVM cannot list
     // virtual threads by dispatcher, so there is no live_threads.
@@ -50,7 +53,7 @@ class Diagnostics @Inject() (
       "threads"  -> VirtualThreads.carriers)
     val pools = (report \ "pools").as[JsObject] ++
       Json.obj("virtual" -> virtual, "carriers" -> carriers, "connections" -> connections)
-    Ok(report ++ Json.obj(
+    Json.stringify(report ++ Json.obj(
       "pools"                -> pools,
       "java_version"         -> Runtime.version.feature,
       "java_runtime_version" -> System.getProperty("java.runtime.version"),
@@ -66,7 +69,7 @@ class Diagnostics @Inject() (
 
   // Virtual threads have no pool to read: the JVM's platform threads (the timeline's own
   // jvm_threads) show their carriers.
-  private lazy val timeline = {
+  def gauges: java.util.Map[String, PoolTimeline.Gauge] = {
     val gauges = new java.util.LinkedHashMap[String, PoolTimeline.Gauge](PoolTimeline.dispatchers(system, Dispatchers.asJava))
     Option(query.connectionPool).foreach { pool =>
       // A query holds its connection throughout; threads that want one wait in HikariCP.
@@ -74,31 +77,7 @@ class Diagnostics @Inject() (
       gauges.put("connections.idle", () => pool.getIdleConnections.toLong)
       gauges.put("connections.awaiting", () => pool.getThreadsAwaitingConnection.toLong)
     }
-    new PoolTimeline(gauges)
-  }
-
-  def timelineStart(hz: Int) = Action {
-    try {
-      timeline.start(hz)
-      Ok(Json.obj("hz" -> hz))
-    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
-  }
-
-  def timelineStop = Action(Ok(timeline.stop()).as(JSON))
-
-  // A JDK Flight Recorder profile of the measured runs, for their flame graph (scripts/lab run --profile).
-  private lazy val profile = new CpuProfile
-
-  def profileStart(periodMs: Int) = Action {
-    try {
-      profile.start(periodMs)
-      Ok(Json.obj("period_ms" -> periodMs))
-    } catch { case e: IllegalArgumentException => BadRequest(Json.obj("error" -> e.getMessage)) }
-  }
-
-  def profileStop = Action {
-    try Ok(profile.stop()).as(TEXT)
-    catch { case e: IllegalStateException => Conflict(Json.obj("error" -> e.getMessage)) }
+    gauges
   }
 
   /** HikariCP's pool set to `size` connections while the server runs (SleepQuery.resize). */

@@ -5,6 +5,8 @@ import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import instruments.PoolsSchema;
+import instruments.TimelineCheck;
 import java.net.http.HttpResponse;
 import org.junit.AfterClass;
 import org.junit.BeforeClass;

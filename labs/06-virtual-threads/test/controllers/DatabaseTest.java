@@ -5,6 +5,8 @@ import static org.junit.Assert.assertTrue;
 import static org.junit.Assume.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import instruments.PoolsSchema;
+import instruments.TimelineCheck;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;
