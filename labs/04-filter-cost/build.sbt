@@ -4,10 +4,10 @@ organization := "dev.playunderload"
 version := "1.0"
 scalaVersion := "2.13.18"
 
-// PlayJava brings Play's filters (CSRF, security headers, allowed hosts) as it does for any new app;
-// the lab has Scala and Java filters side by side.
 // The instruments the lab driver reads (/pools, the timeline, a profile), built from
 // labs/instruments as a part of this build (labs/sbt/build/Instruments.scala).
+// PlayJava brings Play's filters (CSRF, security headers, allowed hosts) as it does for any new app;
+// the lab has Scala and Java filters side by side.
 lazy val instruments = Instruments.project
 lazy val root = (project in file(".")).enablePlugins(PlayJava).dependsOn(instruments % Instruments.Uses)
 

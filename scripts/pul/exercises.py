@@ -406,12 +406,14 @@ def copy_into(lab: Lab, root: Path) -> Path:
 
 
 def _not_copied(lab_dir: Path):
-    # The other Play line's build (target/play-3 below a Play 2.9 build's target/): not needed.
+    # The other Play line's build (target/play-3 below a Play 2.9 build's target/, the lab's and
+    # the instruments module's): not needed.
     other_line = [playline.target_dir(lab_dir, "3").name] if playline.current() != "3" else []
+    targets = (lab_dir / "target", lab_dir / "target" / "instruments" / "target")
 
     def ignore(folder: str, names: list[str]) -> list[str]:
         skip = [name for name in names if name.startswith(PATH_RECORDS)]
-        if Path(folder) == lab_dir / "target":
+        if Path(folder) in targets:
             skip += [name for name in other_line if name in names]
         return skip + ["results"] if Path(folder) == lab_dir else skip
     return ignore

@@ -28,12 +28,14 @@ REPO = Path(__file__).resolve().parents[2]
 SBT = REPO / "scripts" / "sbt"
 # What a lab's build reads, relative to the lab: its own files, and the instruments module and the
 # build code every lab shares beside it (labs/instruments, labs/sbt).
-BUILD_INPUTS = ("app", "conf", "public", "build.sbt", "project/plugins.sbt", "project/build.properties",
-                "project/project/build.sbt", "../instruments/app", "../instruments/conf", "../sbt")
+BUILD_INPUTS = ("app", "conf", "public", "build.sbt", "project/build.properties",
+                "../instruments/app", "../instruments/conf", "../sbt")
+# The build definition's own files (not its target/ below): whatever a lab adds there counts too.
+BUILD_FILES = ("project/*.sbt", "project/*.scala", "project/project/*.sbt", "project/project/*.scala")
 
 
 def _newest_input(lab_dir: Path) -> float:
-    newest = 0.0
+    newest = max((path.stat().st_mtime for pattern in BUILD_FILES for path in lab_dir.glob(pattern)), default=0.0)
     for name in BUILD_INPUTS:
         path = lab_dir / name
         if path.is_file():

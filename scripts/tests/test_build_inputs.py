@@ -14,6 +14,7 @@ from pul import server
 
 def a_lab(root):
     for relative in ("labs/01-demo/app/A.java", "labs/01-demo/build.sbt", "labs/01-demo/project/plugins.sbt",
+                     "labs/01-demo/project/Extra.scala", "labs/01-demo/project/target/x.class",
                      "labs/01-demo/project/project/build.sbt", "labs/instruments/app/instruments/PoolTimeline.java",
                      "labs/instruments/conf/instruments.routes", "labs/sbt/build/PlayLine.scala",
                      "labs/sbt/plugin/PlayPlugin.scala", "labs/sbt/pekko-renames.txt", "labs/01-demo/results/x.json"):
@@ -25,6 +26,7 @@ def a_lab(root):
 
 
 @pytest.mark.parametrize("relative", ["labs/01-demo/app/A.java", "labs/01-demo/project/project/build.sbt",
+                                      "labs/01-demo/project/plugins.sbt", "labs/01-demo/project/Extra.scala",
                                       "labs/instruments/app/instruments/PoolTimeline.java",
                                       "labs/instruments/conf/instruments.routes", "labs/sbt/build/PlayLine.scala",
                                       "labs/sbt/plugin/PlayPlugin.scala", "labs/sbt/pekko-renames.txt"])
@@ -35,7 +37,8 @@ def test_a_change_to_what_the_build_reads_is_newer_than_the_build(tmp_path, rela
     assert server._newest_input(lab_dir) == 2_000
 
 
-def test_a_run_s_results_are_not_an_input(tmp_path):
+@pytest.mark.parametrize("relative", ["results/x.json", "project/target/x.class"])
+def test_a_run_s_results_and_the_build_s_output_are_not_inputs(tmp_path, relative):
     lab_dir = a_lab(tmp_path)
-    os.utime(lab_dir / "results" / "x.json", (2_000, 2_000))
+    os.utime(lab_dir / relative, (2_000, 2_000))
     assert server._newest_input(lab_dir) == 1_000

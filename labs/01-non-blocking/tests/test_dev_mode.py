@@ -21,7 +21,8 @@ import pytest
 from pul.procs import processes_with_run_id
 from pul.server import free_port
 
-pytestmark = pytest.mark.lifecycle
+# A real sbt and server (a minute or so): the lifecycle part runs it, never the fast unit tests.
+pytestmark = [pytest.mark.slow, pytest.mark.lifecycle]
 
 LAB_DIR = Path(__file__).resolve().parents[1]
 SBT = LAB_DIR.parents[1] / "scripts" / "sbt"

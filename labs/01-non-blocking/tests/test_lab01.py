@@ -218,13 +218,17 @@ def test_each_variant_reaches_the_bound_it_has_on_play_2_9(play3):
 
 
 def test_the_build_translates_as_the_book_shows(play3):
-    """The Play 3 build's sources are the book's translation (pul.playline) of the lab's: the
-    names tables and the appendix show what the server compiled."""
+    """The Play 3 build's sources are the book's translation (pul.playline) of the lab's and of the
+    instruments module's (labs/instruments, compiled in the lab's target/instruments): the names
+    tables and the appendix show what the server compiled."""
     lab_dir = Path(__file__).resolve().parents[1]
-    pairs = playline.renames(lab_dir / playline.RENAMES_FILE)
-    compiled = playline.target_dir(lab_dir, "3") / "scala-2.13" / "src_managed" / "main" / "pekko"
-    sources = sorted(p for p in (lab_dir / "app").rglob("*") if p.suffix in (".java", ".scala"))
-    assert sources and compiled.is_dir(), compiled
-    for source in sources:
-        built = compiled / source.relative_to(lab_dir / "app")
-        assert built.read_text() == playline.translate(source.read_text(), pairs), built
+    pairs = playline.renames()
+    module = lab_dir / "target" / "instruments"
+    for app, built_under in ((lab_dir / "app", playline.target_dir(lab_dir, "3")),
+                             (lab_dir.parent / "instruments" / "app", playline.target_dir(module, "3"))):
+        compiled = built_under / "scala-2.13" / "src_managed" / "main" / "pekko"
+        sources = sorted(p for p in app.rglob("*") if p.suffix in (".java", ".scala"))
+        assert sources and compiled.is_dir(), compiled
+        for source in sources:
+            built = compiled / source.relative_to(app)
+            assert built.read_text() == playline.translate(source.read_text(), pairs), built

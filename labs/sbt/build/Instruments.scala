@@ -2,6 +2,7 @@ import sbt._
 import sbt.Keys._
 import play.sbt.PlayImport._
 import play.sbt.PlayScala
+import play.sbt.routes.RoutesKeys
 
 /**
  * labs/instruments, the code that lets the lab driver see inside a server (its pools, their
@@ -40,6 +41,17 @@ object Instruments {
       libraryDependencies += "com.networknt" % "json-schema-validator" % "1.0.83" % Test,
       javacOptions ++= Seq("-Xlint:unchecked", "-Xlint:deprecation", "-Werror"),
       scalacOptions ++= Seq("-deprecation", "-feature", "-Xfatal-warnings"),
+      // No reverse router: nothing links to these routes, and its `instruments.routes` class would
+      // sit beside the router `instruments.Routes`, one file on a case-insensitive file system
+      // (a macOS or Windows host's shared folder).
+      RoutesKeys.generateReverseRouter := false,
+      // The driver's /pools schema on the test classpath, where PoolsSchema finds it whichever
+      // directory the tests run in.
+      Test / resourceGenerators += Def.task {
+        val schema = (Test / resourceManaged).value / "pools.schema.json"
+        IO.copyFile(dir((ThisBuild / baseDirectory).value) / "pools.schema.json", schema)
+        Seq(schema)
+      }.taskValue,
       Compile / doc / sources := Seq.empty,
       Compile / packageDoc / publishArtifact := false
     )

@@ -2,7 +2,6 @@ package instruments;
 
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
-import static org.junit.Assume.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -10,46 +9,42 @@ import com.networknt.schema.JsonSchema;
 import com.networknt.schema.JsonSchemaFactory;
 import com.networknt.schema.SpecVersionDetector;
 import com.networknt.schema.ValidationMessage;
-import java.io.File;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.nio.file.Files;
+import java.nio.charset.StandardCharsets;
 import java.util.Set;
 import java.util.stream.Collectors;
 import play.libs.Json;
 
 /**
  * The lab driver's contract for GET /pools: the JSON Schema every lab shares,
- * labs/instruments/pools.schema.json, read from the repository (the driver
- * reads the same file).
+ * labs/instruments/pools.schema.json (the driver reads the same file), which
+ * the build puts on the test classpath.
  */
 public final class PoolsSchema {
   private PoolsSchema() {}
 
-  /** Relative to the lab's directory, where sbt runs its tests. */
-  public static final File FILE = new File("../instruments/pools.schema.json");
+  /** On the test classpath: the build copies labs/instruments/pools.schema.json there (Instruments.scala). */
+  public static final String RESOURCE = "/pools.schema.json";
 
-  /**
-   * Fails unless `report` (a /pools answer) matches the schema. Skips the
-   * calling test instead, with a message, when the schema is not there (the
-   * tests run from a directory other than a lab's, beside labs/instruments).
-   */
+  /** Fails unless `report` (a /pools answer) matches the schema. */
   public static void assertMatches(JsonNode report) {
-    assumeTrue(
-        FILE.toPath().toAbsolutePath().normalize() + " is absent (this lab is not inside the repository?): "
-            + "/pools is not checked against the driver's schema",
-        FILE.isFile());
     JsonNode schemaJson;
-    try {
-      schemaJson = Json.parse(Files.readString(FILE.toPath()));
+    try (InputStream in = PoolsSchema.class.getResourceAsStream(RESOURCE)) {
+      if (in == null) {
+        throw new IllegalStateException(RESOURCE + " is not on the test classpath: the build copies it there "
+            + "from labs/instruments (labs/sbt/build/Instruments.scala)");
+      }
+      schemaJson = Json.parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
     } catch (IOException e) {
-      throw new UncheckedIOException(FILE.toString(), e);
+      throw new UncheckedIOException(RESOURCE, e);
     }
     JsonSchema schema =
         JsonSchemaFactory.getInstance(SpecVersionDetector.detect(schemaJson)).getSchema(schemaJson);
     Set<ValidationMessage> errors = schema.validate(report);
     assertTrue(
-        "/pools does not match " + FILE + ":\n  "
+        "/pools does not match " + RESOURCE + ":\n  "
             + errors.stream().map(ValidationMessage::getMessage).sorted().collect(Collectors.joining("\n  "))
             + "\n/pools answered: " + report,
         errors.isEmpty());
@@ -58,6 +53,6 @@ public final class PoolsSchema {
     ObjectNode without = report.deepCopy();
     without.remove("available_processors");
     assertFalse(
-        FILE + " accepted a /pools report without available_processors", schema.validate(without).isEmpty());
+        RESOURCE + " accepted a /pools report without available_processors", schema.validate(without).isEmpty());
   }
 }
