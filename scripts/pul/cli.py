@@ -72,7 +72,8 @@ def cmd_build(argv: list[str]) -> int:
     parser.add_argument("--rebuild", action="store_true", help="run `sbt stage` even if nothing changed")
     parser.add_argument("--test", action="store_true",
                         help="run each lab's Play tests too, in the same sbt (`sbt test stage`; lab 03's "
-                             "in a throwaway PostgreSQL): a lab whose tests fail is not staged")
+                             "in a throwaway PostgreSQL), and the instruments module's with the first lab's: "
+                             "a lab whose tests fail is not staged")
     add_play_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     options = parser.parse_args(argv[1:])
@@ -86,8 +87,10 @@ def cmd_build(argv: list[str]) -> int:
     try:
         # A build takes the machine's cores: not while someone measures.
         with bench_lock(progress):
-            for lab in labs:
-                build(lab.dir, children, progress, force=options.rebuild, test=options.test)
+            for number, lab in enumerate(labs):
+                # The instruments module's tests with the first lab's only: they test the module alone.
+                build(lab.dir, children, progress, force=options.rebuild, test=options.test,
+                      test_instruments=number == 0)
                 progress.clear()
                 print(f"{lab.dir.name}: built on {playline.LINES[line]}"
                       f"{', ' + tests_passed(lab.dir) if options.test else ''}, ready to run")

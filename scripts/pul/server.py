@@ -54,9 +54,11 @@ def staged_script(lab_dir: Path) -> Path | None:
     return scripts[0] if len(scripts) == 1 else None
 
 
-def build(lab_dir: Path, children: Children, progress: Progress, force: bool = False, test: bool = False) -> Path:
+def build(lab_dir: Path, children: Children, progress: Progress, force: bool = False, test: bool = False,
+          test_instruments: bool = True) -> Path:
     """`sbt stage` on the current Play line, skipped when nothing changed since its last successful build.
-    With `test`, `sbt test stage` (in the lab's test-env, if it has one: lab 03's PostgreSQL), always."""
+    With `test`, `sbt test stage` (in the lab's test-env, if it has one: lab 03's PostgreSQL), always,
+    and the instruments module's own tests first unless `test_instruments` is false."""
     target = playline.target_dir(lab_dir)
     stamp = target / "pul-staged.stamp"
     script = staged_script(lab_dir)
@@ -67,8 +69,9 @@ def build(lab_dir: Path, children: Children, progress: Progress, force: bool = F
     log_path = target / "pul-build.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     line = playline.current()
-    # The instruments' own tests run with each lab's: the module is built anew in every lab.
-    tasks = ["instruments/test", "test", "stage"] if test else ["stage"]
+    # The module's tests need only the module: the same sources on the same line pass or fail alike
+    # in every lab, so a build of several labs runs them once (cli.cmd_build).
+    tasks = [*(["instruments/test"] if test_instruments else []), "test", "stage"] if test else ["stage"]
     wrapper = [str(lab_dir / "test-env")] if test and os.access(lab_dir / "test-env", os.X_OK) else []
     progress.step(f"building {lab_dir.name} on {playline.LINES[line]} (sbt {' '.join(tasks)}; a line's first "
                   "build downloads ~270 MB, about a minute)")
