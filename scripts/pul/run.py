@@ -263,6 +263,23 @@ def _pin_compiler_back(server) -> None:
 # While the compiler roams, a warm-up round's JIT share below this puts it back with the server
 # for the rounds that follow (the step's own warmup_jit_quiet where it has one).
 PIN_BACK_JIT_SHARE = 0.10
+# A round whose requests kept the server's cores at most this busy is far from the core: its rate
+# is what threads, connections and waits allow, which more compiled code cannot raise. The compiler
+# goes back with the server at once, and the warm-up settles on two rounds' rates alone, without
+# waiting for the JIT to go quiet, as long as serving and compiling together leave the cores
+# CORE_ROOM idle: then the compiler takes nothing the requests wait for. (Lab 01's blocking action
+# at 0.2 of the core warmed up for 8 rounds, its JIT never below 0.13 of a core.)
+FAR_FROM_THE_CORE = 0.40
+CORE_ROOM = 0.20
+
+
+def _core_share(this_round: dict, server_cpus: list[int] | None) -> float | None:
+    """The share of the server's cores a round's requests kept busy (the compiler's CPU left out),
+    where the driver knows both (a server it pinned)."""
+    cpu_ms = this_round.get("server_cpu_ms")
+    if not server_cpus or cpu_ms is None:
+        return None
+    return round(this_round["requests_per_sec"] * cpu_ms / 1000 / len(server_cpus), 3)
 
 
 @contextlib.contextmanager
@@ -286,8 +303,9 @@ def _instruments_as_measured(at: StepBench):
 
 def warm_up(at: StepBench) -> dict | None:
     """Repeat warm-up rounds until two in a row agree (see Step.warmup_settled) and the JIT
-    compiler was nearly idle in the last one. Returns what each round measured, its CPU per
-    request included: the last round calibrates the step (pul.model).
+    compiler was nearly idle in the last one, or the step is far from the core (FAR_FROM_THE_CORE).
+    Returns what each round measured, its CPU per request included: the last round calibrates the
+    step (pul.model).
 
     A warm-up of several rounds first lets the compiler threads run on the load generator's
     cores too (Server.release_compiler): they then finish in seconds what took minutes on the
@@ -341,22 +359,30 @@ def warm_up(at: StepBench) -> dict | None:
                     this_round["jit_cpu_ms"] = round(jit_run * 1000 / result.complete, 4)
                     this_round["server_cpu_ms"] = round(serving * 1000 / result.complete, 4)
                 jit_mark = jit_now
+            share = _core_share(this_round, at.bench.server_cpus)
+            far = share is not None and share <= FAR_FROM_THE_CORE
+            if share is not None:
+                this_round["core_share"] = share
             rounds.append(this_round)
             rate = result.requests_per_sec
+            jit_share = this_round.get("jit_share")
+            # Far from the core, with room left beside the compiler (its share is of one core's time).
+            room = far and jit_share is not None and share + jit_share / len(at.bench.server_cpus) <= 1 - CORE_ROOM
             # Two empty rounds agree on nothing: a round must complete requests to count.
             settled = single or (not roaming and previous is not None and round_number >= step.warmup_min_rounds
                                  and rate > 0 and abs(rate - previous) <= step.warmup_settled * previous
-                                 and (step.warmup_jit_quiet is None or this_round["jit_share"] <= step.warmup_jit_quiet))
+                                 and (step.warmup_jit_quiet is None or jit_share <= step.warmup_jit_quiet or room))
             if settled:
                 return {"settled": True, "rounds": rounds}
             previous = rate
             if roaming:
-                if this_round.get("jit_share", 0.0) <= pin_back_at or round_number >= step.warmup_max_rounds - 1:
+                if (this_round.get("jit_share", 0.0) <= pin_back_at or far
+                        or round_number >= step.warmup_max_rounds - 1):
                     server.pin_compiler()
                     roaming = False
                     # The next round's share counts only its own compiles, on the server's cores.
                     jit_mark = _jit_seconds(server, step) if jit_mark is not None else None
-            elif (step.warmup_jit_quiet is not None and compiler_cpu
+            elif (step.warmup_jit_quiet is not None and compiler_cpu and not room
                   and this_round.get("jit_share", 0.0) > step.warmup_jit_quiet):
                 this_round["compile_wait_s"] = _let_the_compiler_finish(server, progress, step.name)
                 # The next round's share counts only what its own load makes the compiler do.

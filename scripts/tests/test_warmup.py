@@ -30,7 +30,7 @@ class FakeServer:
         return True
 
 
-def _warm_up(monkeypatch, rates, step, server, cpu_seconds=2.0, jit_cpu_seconds=None):
+def _warm_up(monkeypatch, rates, step, server, cpu_seconds=2.0, jit_cpu_seconds=None, pin=None):
     rates = list(rates)
 
     def fake_run(*_args, **_kwargs):
@@ -44,7 +44,7 @@ def _warm_up(monkeypatch, rates, step, server, cpu_seconds=2.0, jit_cpu_seconds=
 
     monkeypatch.setattr(run_module, "_run_once", fake_run)
     monkeypatch.setattr(run_module.time, "monotonic", iter(range(0, 10_000, 2)).__next__)  # 2 s rounds
-    return run_module.warm_up(unit_step_bench(step, server))
+    return run_module.warm_up(unit_step_bench(step, server, pin=pin))
 
 
 def _step(**kwargs):
@@ -384,3 +384,50 @@ def test_warm_up_and_calibration_rounds_run_under_the_measured_runs_instruments(
 def test_a_server_without_a_timeline_still_warms_up(monkeypatch):
     result = _instrumented_warm_up(monkeypatch, _step(warmup_jit_quiet=None, warmup_max_rounds=1), unavailable=True)
     assert RecordingTimeline.events == [("load", None)] and result["settled"]
+
+
+# A server the driver pinned to one core (CPU 1), its load generator on CPU 0.
+ONE_CORE = {"server_cpus": "1", "load_cpus": "0"}
+
+
+def test_far_from_the_core_two_agreeing_rounds_settle_while_the_jit_compiles(monkeypatch):
+    # 0.4 s of CPU in each 2-s round: the requests keep a fifth of the core busy, the compiler a
+    # quarter: no compile can raise a rate the core does not bind, so rounds 2 and 3 settle it.
+    server = RoamingServer()
+    _jit_shares(monkeypatch, server, [0.5, 0.25, 0.25, 0.25])
+    step = _step(warmup_jit_quiet=0.10, warmup_max_rounds=8)
+    result = _warm_up(monkeypatch, [200, 230, 240, 9999], step, server, cpu_seconds=0.4, jit_cpu_seconds=0.0,
+                      pin=ONE_CORE)
+    assert result["settled"]
+    assert [r["requests_per_sec"] for r in result["rounds"]] == [200, 230, 240]
+    assert [r["core_share"] for r in result["rounds"]] == [0.2, 0.2, 0.2]
+    # The first round, far from the core, pins the compiler back at once: no round after it roams.
+    assert [r.get("compiler_roamed", False) for r in result["rounds"]] == [True, False, False]
+    assert server.moves == ["released", "pinned"]
+    assert not any("compile_wait_s" in r for r in result["rounds"])
+
+
+def test_near_the_core_agreeing_rounds_still_wait_for_the_jit(monkeypatch):
+    # The same rates with the core busy serving them (2 s of CPU a round): the compiler may still
+    # make requests cheaper, so agreeing rounds settle nothing until it is quiet.
+    server = RoamingServer()
+    _jit_shares(monkeypatch, server, [0.5, 0.25, 0.25, 0.25])
+    monkeypatch.setattr(run_module, "MAX_COMPILE_WAIT_SECONDS", 0.0)
+    step = _step(warmup_jit_quiet=0.10, warmup_max_rounds=4)
+    result = _warm_up(monkeypatch, [200, 230, 240, 245], step, server, cpu_seconds=2.0, jit_cpu_seconds=0.0,
+                      pin=ONE_CORE)
+    assert result["settled"] is False
+    assert [r["core_share"] for r in result["rounds"]] == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_far_from_the_core_without_room_beside_the_compiler_waits_for_it(monkeypatch):
+    # A third of the core for the requests, two thirds for the compiler: it leaves the requests no
+    # room, so it can still hold them back; the rates alone settle nothing.
+    server = RoamingServer()
+    _jit_shares(monkeypatch, server, [0.7, 0.7, 0.7, 0.7])
+    monkeypatch.setattr(run_module, "MAX_COMPILE_WAIT_SECONDS", 0.0)
+    step = _step(warmup_jit_quiet=0.10, warmup_max_rounds=4)
+    result = _warm_up(monkeypatch, [300, 300, 300, 300], step, server, cpu_seconds=2 / 3, jit_cpu_seconds=0.0,
+                      pin=ONE_CORE)
+    assert result["settled"] is False
+    assert all(r["core_share"] <= run_module.FAR_FROM_THE_CORE for r in result["rounds"])
