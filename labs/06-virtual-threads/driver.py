@@ -43,8 +43,17 @@ CALIBRATION_ROUND_FACTOR = 5
 # The pinned variant serves ~33 req/s: one round is enough to start it (virtual-jdk21's warm-up
 # before it has compiled the request path), none settles faster.
 PINNED_WARMUP_SECONDS = 3
-# Queries /calibrate times alone, after its own warm-up.
+# Queries /calibrate times alone, after its own warm-up: CALIBRATION_RUNS at most, fewer for a long
+# query (an exercise's 200 ms), about CALIBRATION_SECONDS of them and MIN_CALIBRATION_RUNS at least.
+# At the default 20 ms, 50 queries; 53 of 200 ms took 10.6 s before every measurement of a check.
 CALIBRATION_RUNS = 50
+CALIBRATION_SECONDS = 1.0
+MIN_CALIBRATION_RUNS = 10
+
+
+def calibration_runs(query_ms: float) -> int:
+    """How many queries /calibrate times alone for a query of query_ms."""
+    return max(MIN_CALIBRATION_RUNS, min(CALIBRATION_RUNS, round(CALIBRATION_SECONDS * 1000 / max(query_ms, 1))))
 # Most connections a step may ask for: the throwaway cluster allows 100.
 MAX_CONNECTIONS = 90
 
@@ -164,13 +173,14 @@ class VirtualThreads(Lab):
             yield Services()
             return
         with postgres.database(context.children, context.progress, params.get("postgres_cpus")) as db:
-            yield Services(env=db.env(), handles={"database": db})
+            yield Services(env=db.env(), handles={"database": db,
+                                                  "calibration_runs": calibration_runs(float(params["query_ms"]))})
 
     def inspect_server(self, server, services: Services) -> dict:
         """/pools, plus the query's wall time alone (the app's /calibrate) when a database is there."""
         pools = server.pools()
         if services.handles.get("database"):
-            body = server.get(f"/calibrate?runs={CALIBRATION_RUNS}", timeout=60)
+            body = server.get(f"/calibrate?runs={services.handles['calibration_runs']}", timeout=60)
             if not body:
                 raise LabError("the server did not answer /calibrate (timing the query alone); see its log")
             pools["calibration"] = json.loads(body)

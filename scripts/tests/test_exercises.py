@@ -131,6 +131,28 @@ def test_a_check_caps_the_warm_up_rounds_and_their_length():
     assert [s.warmup_seconds for s in untouched] == [s.warmup_seconds for s in steps]
 
 
+def test_a_starting_state_warmed_up_for_fewer_rounds_is_measured_once(monkeypatch):
+    # The tests' --warmup-rounds: its cold calibration would make every CPU-bound step measure again.
+    driver = lab.resolve("01")
+    params = dict(driver.defaults)
+    once = exercises.at_dir(driver, driver.dir, (), warmup_rounds=1, measure_once=True).steps(params)
+    assert all(s.remeasure_drift == float("inf") for s in once)
+    assert all(s.remeasure_drift < 1 for s in exercises.at_dir(driver, driver.dir).steps(params))
+    seen = {}
+
+    def fake_run(lab_at, _params, _options, _argv):
+        seen["drift"] = {s.remeasure_drift for s in lab_at.steps(dict(lab_at.defaults))}
+        return {"variants": []}
+
+    monkeypatch.setattr(exercises, "run", fake_run)
+    monkeypatch.setattr(exercises, "judge", lambda *_args: [])
+    exercise = exercises.load(driver)[0]
+    exercises.run_exercise(exercise, driver, quiet=True, warmup_rounds=1)
+    assert seen["drift"] == {float("inf")}
+    exercises.run_exercise(exercise, driver, quiet=True)
+    assert float("inf") not in seen["drift"]
+
+
 def test_a_check_caps_the_rounds_of_a_step_first_on_its_server_too():
     # Lab 06's jdbc steps warm up in one round after other steps, with the defaults' rounds when
     # first on a cold server (an exercise measuring jdbc-connections=4 alone): the cap holds there too.

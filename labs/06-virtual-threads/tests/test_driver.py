@@ -107,3 +107,9 @@ def test_an_exercise_whose_app_decides_the_connections_posts_no_size():
     for step in checked.steps(params()):
         assert "lab.connections" not in step.configure and "lab.connections" not in step.setup
     assert "lab.connections" not in checked.server_properties(params())
+
+
+def test_the_query_is_timed_alone_for_about_a_second_of_queries():
+    runs = LAB.module("driver").calibration_runs
+    # The default 20 ms: as many as ever; an exercise's 200 ms: ten, not 53 taking 10.6 s.
+    assert [runs(20), runs(200), runs(1), runs(5000)] == [50, 10, 50, 10]
