@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checks, exercises, play3, playline, profile, report, runtimes, timeline, timings, tools
+from . import checks, claims, exercises, play3, playline, profile, report, runtimes, timeline, timings, tools
 from .errors import EXIT_CODES, LabError, MissingTool, UsageError
 from .lab import all_labs, resolve
 from .procs import Children, Interrupted, run_id, signals_raise
@@ -299,19 +299,41 @@ def cmd_report(argv: list[str]) -> int:
     # The book-wide pages (the appendix's table of names, the instructor guide's timings) with every
     # lab, not with a few named ones.
     book_wide = (lambda: {**play3.book_artifacts(), **timings.artifacts()}) if not options.labs else dict
+    # The prose's measured claims (pul.claims): every claim, or those naming the labs named.
+    verdicts = claims.check(claims.committed_runs(labs), claims.find(),
+                            only={lab.number for lab in labs} if options.labs else None)
+    false = _false_claims(verdicts)
     if options.check:
         stale = [path for lab in labs for path in report.stale(lab)]
         stale += report.stale_files(book_wide())
         for path in stale:
             print(f"stale: {path} differs from what its results/latest.json gives "
                   "(run `scripts/lab report`)", file=sys.stderr)
-        return 1 if stale else 0
+        return 1 if stale or false else 0
     for lab in labs:
         for path in report.write_all(report.render(lab)):
             print(f"wrote {path}")
     for path in report.write_all(book_wide()):
         print(f"wrote {path}")
-    return 0
+    return 1 if false else 0
+
+
+def _false_claims(verdicts: list) -> list:
+    """Say each claim the runs make false; return those that fail the check: a claim on a run of
+    the reader's own is a note (pul.claims)."""
+    failing = []
+    for verdict in verdicts:
+        if verdict.holds:
+            continue
+        measured = "; ".join(verdict.shown)
+        if verdict.binding:
+            failing.append(verdict)
+            print(f"false claim: {verdict.claim.where()}: the prose claims `{verdict.claim.text}`, but the committed "
+                  f"run has {measured}: change the sentence or the run", file=sys.stderr)
+        else:
+            print(f"note: {verdict.claim.where()}: the book claims `{verdict.claim.text}` of its committed run; "
+                  f"your run has {measured}", file=sys.stderr)
+    return failing
 
 
 def cmd_runtimes(argv: list[str]) -> int:

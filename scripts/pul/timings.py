@@ -55,6 +55,7 @@ def words(path: Path) -> int:
     text = path.read_text()
     text = re.sub(r"```.*?```", " ", text, flags=re.S)   # code is shown, not read aloud
     text = re.sub(r"\{\{#include[^}]*\}\}", " ", text)
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)   # comments (pul.claims) are not shown
     return max(100, round(len(re.findall(r"[A-Za-z0-9][\w'’-]*", text)), -2))
 
 

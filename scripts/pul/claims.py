@@ -1,0 +1,241 @@
+"""Measured claims in the book's prose, checked against the labs' committed runs.
+
+A sentence that states what a committed run measured (which bound binds, which variant is faster
+and by how much) carries its claim beside it, in an HTML comment the book does not show:
+
+    On this machine the common pool is not what binds it.
+    <!-- claim: lab02.commonpool_jvm_default.bound_by == "requests in flight" -->
+
+`scripts/lab report --check` evaluates every claim in book/src against its lab's
+results/latest.json, and fails on one that is false or that names a number the run does not have,
+so a re-made run that moves a number cannot leave the sentence that states it stale.
+
+A claim is one comparison (chains such as `0.85 <= x <= 1.10` too), or several joined by `and`,
+over numbers, strings, + - * /, unary minus, min/max/abs, and names:
+
+    labNN.VARIANT.FIELD      a number or string of the variant's record in labs/NN-*/results/
+                             latest.json (requests_per_sec, measured_over_predicted, bound_by,
+                             p99_ms, server_cpu_utilization, ...); VARIANT is the variant's name
+                             in lower case, every run of characters other than letters and
+                             digits made one underscore (pool=16: pool_16,
+                             commonpool-jvm-default: commonpool_jvm_default)
+    labNN.VARIANT.bounds.B   one of its bounds, named the same way (server_cpu, threads, ...)
+    labNN.VARIANT.probe.F    its /status probe (p50_ms, ...)
+    labNN.VARIANT.extra.F    what the lab recorded of it besides (a number or string)
+    labNN.params.P           a parameter of the run (work_ms, concurrency, ...)
+
+Where latest.json is not the committed run (a reader's own run replaced it, and git says the file
+differs from HEAD's), a false claim is a note, not a failure: the prose was written for the
+committed run, and a reader learns where theirs differs from it.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import LabError
+from .results import load
+
+REPO = Path(__file__).resolve().parents[2]
+BOOK = REPO / "book" / "src"
+CLAIM = re.compile(r"<!--\s*claim:\s*(.*?)\s*-->", re.S)
+LAB_NAME = re.compile(r"lab(\d\d)$")
+
+COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+           ast.Gt: operator.gt, ast.GtE: operator.ge}
+BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+FUNCTIONS = {"min": min, "max": max, "abs": abs}
+
+
+class ClaimError(LabError):
+    """A claim that cannot be read or evaluated (a typo, a name the run does not have)."""
+
+    exit_code = 2
+
+
+def key(name: str) -> str:
+    """A variant's or a bound's name as a claim writes it: pool=16 -> pool_16, server CPU -> server_cpu."""
+    return re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_").lower()
+
+
+class Facts:
+    """Names a claim reads, one level of them: attributes, each a number, a string or Facts."""
+
+    def __init__(self, where: str, values: dict):
+        self._where = where
+        self._values = values
+
+    def get(self, name: str):
+        if name not in self._values:
+            known = ", ".join(sorted(self._values)) or "none"
+            raise ClaimError(f"{self._where} has no {name!r} (it has: {known})")
+        return self._values[name]
+
+
+def _scalars(record: dict) -> dict:
+    return {key(k): v for k, v in record.items()
+            if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
+
+
+def lab_facts(lab_number: str, data: dict) -> Facts:
+    """What claims may name of one lab's run."""
+    where = f"lab{lab_number}"
+    variants = {}
+    for v in data["variants"]:
+        name = key(v["name"])
+        values = _scalars(v)
+        for nested in ("bounds", "probe", "extra"):
+            if isinstance(v.get(nested), dict):
+                values[nested] = Facts(f"{where}.{name}.{nested}", _scalars(v[nested]))
+        variants[name] = Facts(f"{where}.{name}", values)
+    if "params" in variants:
+        raise ClaimError(f"{where} has a variant named params, which claims cannot tell from the run's params")
+    variants["params"] = Facts(f"{where}.params", _scalars(data.get("params") or {}))
+    return Facts(where, variants)
+
+
+@dataclass(frozen=True)
+class Claim:
+    path: Path
+    line: int
+    text: str
+
+    def where(self) -> str:
+        return f"{self.path.relative_to(REPO) if self.path.is_relative_to(REPO) else self.path}:{self.line}"
+
+
+def find(book: Path = BOOK) -> list[Claim]:
+    """Every claim in the book's Markdown sources, in file and line order."""
+    found = []
+    for path in sorted(book.rglob("*.md")):
+        text = path.read_text()
+        for match in CLAIM.finditer(text):
+            found.append(Claim(path, text.count("\n", 0, match.start()) + 1, " ".join(match.group(1).split())))
+    return found
+
+
+def parse(claim: Claim) -> ast.expr:
+    try:
+        tree = ast.parse(claim.text, mode="eval").body
+    except SyntaxError as error:
+        raise ClaimError(f"{claim.where()}: cannot read the claim {claim.text!r}: {error.msg}")
+    parts = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And) else [tree]
+    allowed = (ast.BoolOp, ast.And, ast.Compare, *COMPARE, ast.Constant, ast.Name, ast.Attribute, ast.BinOp,
+               ast.UnaryOp, ast.USub, ast.Call, ast.Load, *BINARY)
+    for part in parts:
+        if not isinstance(part, ast.Compare):
+            raise ClaimError(f"{claim.where()}: {claim.text!r} must be comparisons joined by `and`")
+    for node in ast.walk(tree):
+        if not isinstance(node, allowed):
+            raise ClaimError(f"{claim.where()}: {claim.text!r} uses {type(node).__name__}, which claims do not allow")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS):
+            raise ClaimError(f"{claim.where()}: {claim.text!r} may only call {', '.join(FUNCTIONS)}")
+        if isinstance(node, ast.BoolOp) and node is not tree:
+            raise ClaimError(f"{claim.where()}: {claim.text!r} may join comparisons with `and` only at its top")
+    return tree
+
+
+def labs_named(tree: ast.expr) -> set[str]:
+    """The labs a claim reads (lab02 -> "02")."""
+    return {m.group(1) for node in ast.walk(tree) if isinstance(node, ast.Name)
+            for m in [LAB_NAME.match(node.id)] if m}
+
+
+def _value(node: ast.expr, labs: dict[str, Facts]):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        found = LAB_NAME.match(node.id)
+        if node.id in FUNCTIONS or not found:
+            raise ClaimError(f"{node.id!r} is not a lab (claims name labs as lab01, lab02, ...)")
+        if found.group(1) not in labs:
+            raise ClaimError(f"{node.id} has no committed run (labs/{found.group(1)}-*/results/latest.json)")
+        return labs[found.group(1)]
+    if isinstance(node, ast.Attribute):
+        owner = _value(node.value, labs)
+        if not isinstance(owner, Facts):
+            raise ClaimError(f"{ast.unparse(node.value)} is a value, not something with .{node.attr}")
+        return owner.get(node.attr)
+    if isinstance(node, ast.BinOp):
+        return BINARY[type(node.op)](_value(node.left, labs), _value(node.right, labs))
+    if isinstance(node, ast.UnaryOp):
+        return -_value(node.operand, labs)
+    if isinstance(node, ast.Call):
+        return FUNCTIONS[node.func.id](*(_value(arg, labs) for arg in node.args))
+    raise ClaimError(f"cannot evaluate {ast.unparse(node)!r}")
+
+
+def _holds(tree: ast.expr, labs: dict[str, Facts]) -> tuple[bool, list[str]]:
+    """Whether the claim holds, and each named value as the run has it (for the message)."""
+    shown: list[str] = []
+    parts = tree.values if isinstance(tree, ast.BoolOp) else [tree]
+    holds = True
+    for part in parts:
+        left = _value(part.left, labs)
+        for op, right_node in zip(part.ops, part.comparators):
+            right = _value(right_node, labs)
+            try:
+                ok = COMPARE[type(op)](left, right)
+            except TypeError:
+                raise ClaimError(f"{ast.unparse(part)!r} compares {left!r} with {right!r}")
+            holds = holds and ok
+            left = right
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and not isinstance(_value(node, labs), Facts):
+            shown.append(f"{ast.unparse(node)} = {_value(node, labs)!r}")
+    return holds, shown
+
+
+def committed(results: Path) -> bool:
+    """Whether the file is the committed run: git has it unchanged (True outside a checkout)."""
+    try:
+        done = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", str(results)], cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return True
+    return done.returncode != 1
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: Claim
+    holds: bool
+    shown: list[str]
+    # False where a lab it reads has a run of the reader's own: a false claim is then a note.
+    binding: bool
+
+
+def check(runs: dict[str, tuple[Path, dict]], claims: list[Claim], only: set[str] | None = None) -> list[Verdict]:
+    """Each claim (of the labs in `only`, if given) evaluated against `runs`: {lab number: (its
+    latest.json, its data)}."""
+    labs = {number: lab_facts(number, data) for number, (_, data) in runs.items()}
+    own = {number for number, (path, _) in runs.items() if not committed(path)}
+    verdicts = []
+    for claim in claims:
+        tree = parse(claim)
+        named = labs_named(tree)
+        if not named:
+            raise ClaimError(f"{claim.where()}: {claim.text!r} names no lab's run")
+        if only is not None and not named & only:
+            continue
+        try:
+            holds, shown = _holds(tree, labs)
+        except ClaimError as error:
+            raise ClaimError(f"{claim.where()}: {claim.text!r}: {error}") from None
+        verdicts.append(Verdict(claim, holds, shown, binding=not named & own))
+    return verdicts
+
+
+def committed_runs(labs) -> dict[str, tuple[Path, dict]]:
+    """Each lab's results/latest.json, for the labs that have one."""
+    runs = {}
+    for lab in labs:
+        path = lab.dir / "results" / "latest.json"
+        if path.exists():
+            runs[lab.number] = (path, load(path))
+    return runs

@@ -1,0 +1,129 @@
+"""The prose's measured claims (pul.claims): read, evaluated against a run, and failing
+`scripts/lab report --check` when a run makes one false."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from pul import claims, cli
+from pul.claims import Claim, ClaimError
+from pul.lab import all_labs
+from pul.testing import committed_results
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(*variants: dict, **params) -> dict:
+    return {"variants": list(variants), "params": params}
+
+
+def variant(name: str, **fields) -> dict:
+    return {"name": name, **fields}
+
+
+RUN = run(variant("pool=16", requests_per_sec=160.0, bound_by="threads", bounds={"threads": 171.2, "server CPU": 900},
+                  probe={"p50_ms": 4.5}),
+          variant("commonpool-jvm-default", requests_per_sec=1300.0, bound_by="requests in flight"),
+          work_ms=100)
+
+
+def verdicts(text: str, runs=None, committed=True, monkeypatch=None, book=None):
+    if monkeypatch is not None:
+        monkeypatch.setattr(claims, "committed", lambda _path: committed)
+    claim = Claim(REPO / "book" / "src" / "x.md", 3, text)
+    return claims.check(runs or {"03": (Path("/nonexistent/latest.json"), RUN)}, [claim])
+
+
+@pytest.mark.parametrize("text", [
+    'lab03.pool_16.bound_by == "threads"',
+    "lab03.pool_16.requests_per_sec < lab03.commonpool_jvm_default.requests_per_sec",
+    "0.9 <= lab03.pool_16.requests_per_sec / lab03.pool_16.bounds.threads <= 1.0",
+    "lab03.pool_16.bounds.threads < lab03.pool_16.bounds.server_cpu and lab03.params.work_ms == 100",
+    "max(lab03.pool_16.probe.p50_ms, 1) < 5",
+])
+def test_a_claim_the_run_bears_out_holds(text, monkeypatch):
+    (verdict,) = verdicts(text, monkeypatch=monkeypatch)
+    assert verdict.holds and verdict.binding
+
+
+def test_a_false_claim_shows_what_the_run_has(monkeypatch):
+    (verdict,) = verdicts('lab03.commonpool_jvm_default.bound_by == "server CPU"', monkeypatch=monkeypatch)
+    assert not verdict.holds
+    assert verdict.shown == ["lab03.commonpool_jvm_default.bound_by = 'requests in flight'"]
+
+
+def test_a_chain_fails_where_any_link_does(monkeypatch):
+    (verdict,) = verdicts("1 < lab03.pool_16.requests_per_sec < 100", monkeypatch=monkeypatch)
+    assert not verdict.holds
+
+
+@pytest.mark.parametrize("text, says", [
+    ("lab03.pool_16.rate > 1", r"lab03\.pool_16 has no 'rate' \(it has: .*requests_per_sec"),
+    ("lab03.pool_17.requests_per_sec > 1", "lab03 has no 'pool_17'"),
+    ("lab05.c_1.requests_per_sec > 1", "lab05 has no committed run"),
+    ("lab03.pool_16.bound_by > 1", "compares 'threads' with 1"),
+    ("lab03.pool_16 > 1", "compares"),
+])
+def test_a_claim_naming_what_the_run_lacks_is_an_error(text, says, monkeypatch):
+    with pytest.raises(ClaimError, match=says):
+        verdicts(text, monkeypatch=monkeypatch)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("lab03.pool_16.requests_per_sec >", "cannot read"),
+    ("lab03.pool_16.requests_per_sec", "comparisons joined by `and`"),
+    ("lab03.pool_16.requests_per_sec > 1 or True", "comparisons joined by `and`"),
+    ("__import__('os').system('true') == 0", "may only call"),
+    ("lab03.pool_16.requests_per_sec[0] > 1", "Subscript"),
+    ("1 < 2", "names no lab"),
+])
+def test_an_unreadable_or_unsafe_claim_is_an_error(text, says, monkeypatch):
+    with pytest.raises(ClaimError, match=says):
+        verdicts(text, monkeypatch=monkeypatch)
+
+
+def test_a_false_claim_on_a_readers_own_run_is_a_note_not_a_failure(monkeypatch):
+    (verdict,) = verdicts('lab03.pool_16.bound_by == "connections"', committed=False, monkeypatch=monkeypatch)
+    assert not verdict.holds and not verdict.binding
+
+
+def test_claims_are_found_with_their_line_even_across_lines(tmp_path):
+    (tmp_path / "a.md").write_text("Text.\n<!-- claim: lab03.pool_16.requests_per_sec\n  > 1 -->\nMore.\n")
+    (found,) = claims.find(tmp_path)
+    assert (found.line, found.text) == (2, "lab03.pool_16.requests_per_sec > 1")
+
+
+def _book_runs() -> dict:
+    """Each lab's run as committed (git's HEAD): a student's own run must not move this test."""
+    return {lab.number: (lab.dir / "results" / "latest.json", committed_results(lab.dir.name))
+            for _, _, lab in all_labs() if lab and (lab.dir / "results" / "latest.json").exists()}
+
+
+def test_the_book_makes_claims_and_every_one_holds_for_the_committed_runs():
+    found = claims.find()
+    assert len(found) >= 5
+    false = [v.claim.where() for v in claims.check(_book_runs(), found) if not v.holds]
+    assert not false, f"false claims: {false}"
+
+
+def test_a_doctored_run_that_flips_a_claim_fails_report_check(tmp_path, monkeypatch, capsys):
+    # The committed lab 02 run with one variant's bound moved: the chapter's claim about it turns false.
+    doctored = copy.deepcopy(committed_results("02-java-async"))
+    for v in doctored["variants"]:
+        if v["name"] == "commonpool-jvm-default":
+            v["bound_by"] = "server CPU"
+    path = REPO / "labs" / "02-java-async" / "results" / "latest.json"
+    monkeypatch.setattr(claims, "committed_runs", lambda _labs: {"02": (path, doctored)})
+    monkeypatch.setattr(claims, "committed", lambda _path: True)
+    monkeypatch.setattr(cli.report, "stale", lambda _lab: [])
+    assert cli.main(["report", "--check", "02"]) == 1
+    said = capsys.readouterr().err
+    assert "false claim: book/src/ch02-java-async.md:" in said
+    assert "lab02.commonpool_jvm_default.bound_by = 'server CPU'" in said
+    # The same doctored run as a reader's own (git: the file differs from HEAD's): a note only.
+    monkeypatch.setattr(claims, "committed", lambda _path: False)
+    assert cli.main(["report", "--check", "02"]) == 0
+    assert "note: book/src/ch02-java-async.md:" in capsys.readouterr().err
