@@ -23,6 +23,8 @@ over numbers, strings, + - * /, unary minus, min/max/abs, and names:
     labNN.VARIANT.probe.F    its /status probe (p50_ms, ...)
     labNN.VARIANT.extra.F    what the lab recorded of it besides (a number or string)
     labNN.params.P           a parameter of the run (work_ms, concurrency, ...)
+    labNN.facts.F            what the lab's report computes of the run besides (report.py's
+                             facts(results, lab): a fitted slope, a share), where it has one
 
 Where latest.json is not the committed run (a reader's own run replaced it, and git says the file
 differs from HEAD's), a false claim is a note, not a failure: the prose was written for the
@@ -82,8 +84,9 @@ def _scalars(record: dict) -> dict:
             if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
 
 
-def lab_facts(lab_number: str, data: dict) -> Facts:
-    """What claims may name of one lab's run."""
+def lab_facts(lab_number: str, data: dict, computed: dict | None = None) -> Facts:
+    """What claims may name of one lab's run; `computed`: what its report computes besides
+    (Lab.facts), named labNN.facts.NAME."""
     where = f"lab{lab_number}"
     variants = {}
     for v in data["variants"]:
@@ -93,9 +96,11 @@ def lab_facts(lab_number: str, data: dict) -> Facts:
             if isinstance(v.get(nested), dict):
                 values[nested] = Facts(f"{where}.{name}.{nested}", _scalars(v[nested]))
         variants[name] = Facts(f"{where}.{name}", values)
-    if "params" in variants:
-        raise ClaimError(f"{where} has a variant named params, which claims cannot tell from the run's params")
+    for reserved in ("params", "facts"):
+        if reserved in variants:
+            raise ClaimError(f"{where} has a variant named {reserved}, which claims cannot tell from the run's {reserved}")
     variants["params"] = Facts(f"{where}.params", _scalars(data.get("params") or {}))
+    variants["facts"] = Facts(f"{where}.facts", _scalars(computed or {}))
     return Facts(where, variants)
 
 
@@ -210,11 +215,11 @@ class Verdict:
     binding: bool
 
 
-def check(runs: dict[str, tuple[Path, dict]], claims: list[Claim], only: set[str] | None = None) -> list[Verdict]:
+def check(runs: dict[str, tuple], claims: list[Claim], only: set[str] | None = None) -> list[Verdict]:
     """Each claim (of the labs in `only`, if given) evaluated against `runs`: {lab number: (its
-    latest.json, its data)}."""
-    labs = {number: lab_facts(number, data) for number, (_, data) in runs.items()}
-    own = {number for number, (path, _) in runs.items() if not committed(path)}
+    latest.json, its data[, what its report computes of it])}."""
+    labs = {number: lab_facts(number, run[1], run[2] if len(run) > 2 else None) for number, run in runs.items()}
+    own = {number for number, run in runs.items() if not committed(run[0])}
     verdicts = []
     for claim in claims:
         tree = parse(claim)
@@ -231,11 +236,12 @@ def check(runs: dict[str, tuple[Path, dict]], claims: list[Claim], only: set[str
     return verdicts
 
 
-def committed_runs(labs) -> dict[str, tuple[Path, dict]]:
-    """Each lab's results/latest.json, for the labs that have one."""
+def committed_runs(labs) -> dict[str, tuple[Path, dict, dict]]:
+    """Each lab's results/latest.json, and what its report computes of it, for the labs that have one."""
     runs = {}
     for lab in labs:
         path = lab.dir / "results" / "latest.json"
         if path.exists():
-            runs[lab.number] = (path, load(path))
+            data = load(path)
+            runs[lab.number] = (path, data, lab.facts(data))
     return runs

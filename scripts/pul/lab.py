@@ -311,6 +311,13 @@ class Lab:
                            "[book] outputs does not list")
         return artifacts
 
+    def facts(self, results: dict) -> dict:
+        """What the lab's report computes from a results file beyond its records (a fitted slope, a
+        share), {name: number or string}, for the prose's claims (pul.claims: labNN.facts.NAME):
+        report.py's facts(results, lab), where it has one."""
+        report = self.module("report")
+        return dict(report.facts(results, self)) if report is not None and hasattr(report, "facts") else {}
+
 
 def _check_keys(path: Path, table: dict, required: dict, optional: dict) -> None:
     for key in required:

@@ -85,6 +85,15 @@ def test_an_unreadable_or_unsafe_claim_is_an_error(text, says, monkeypatch):
         verdicts(text, monkeypatch=monkeypatch)
 
 
+def test_a_claim_reads_what_the_labs_report_computes(monkeypatch):
+    monkeypatch.setattr(claims, "committed", lambda _path: True)
+    claim = Claim(REPO / "book" / "src" / "x.md", 3, "lab03.facts.plateau_pool == 32")
+    (verdict,) = claims.check({"03": (Path("/nonexistent"), RUN, {"plateau_pool": 32})}, [claim])
+    assert verdict.holds
+    with pytest.raises(ClaimError, match=r"lab03\.facts has no 'plateau_pool' \(it has: none\)"):
+        claims.check({"03": (Path("/nonexistent"), RUN)}, [claim])
+
+
 def test_a_false_claim_on_a_readers_own_run_is_a_note_not_a_failure(monkeypatch):
     (verdict,) = verdicts('lab03.pool_16.bound_by == "connections"', committed=False, monkeypatch=monkeypatch)
     assert not verdict.holds and not verdict.binding
@@ -98,8 +107,12 @@ def test_claims_are_found_with_their_line_even_across_lines(tmp_path):
 
 def _book_runs() -> dict:
     """Each lab's run as committed (git's HEAD): a student's own run must not move this test."""
-    return {lab.number: (lab.dir / "results" / "latest.json", committed_results(lab.dir.name))
-            for _, _, lab in all_labs() if lab and (lab.dir / "results" / "latest.json").exists()}
+    runs = {}
+    for _, _, lab in all_labs():
+        if lab and (lab.dir / "results" / "latest.json").exists():
+            data = committed_results(lab.dir.name)
+            runs[lab.number] = (lab.dir / "results" / "latest.json", data, lab.facts(data))
+    return runs
 
 
 def test_the_book_makes_claims_and_every_one_holds_for_the_committed_runs():
@@ -116,7 +129,7 @@ def test_a_doctored_run_that_flips_a_claim_fails_report_check(tmp_path, monkeypa
         if v["name"] == "commonpool-jvm-default":
             v["bound_by"] = "server CPU"
     path = REPO / "labs" / "02-java-async" / "results" / "latest.json"
-    monkeypatch.setattr(claims, "committed_runs", lambda _labs: {"02": (path, doctored)})
+    monkeypatch.setattr(claims, "committed_runs", lambda _labs: {"02": (path, doctored, {})})
     monkeypatch.setattr(claims, "committed", lambda _path: True)
     monkeypatch.setattr(cli.report, "stale", lambda _lab: [])
     assert cli.main(["report", "--check", "02"]) == 1
