@@ -1,4 +1,5 @@
-"""Lab 03's book artifacts and summary lines, from a results file."""
+"""Lab 03's book artifacts, its summary lines and the facts the chapter's claims read, from a
+results file."""
 
 from __future__ import annotations
 
@@ -22,11 +23,6 @@ def summary_notes(results: dict) -> list[str]:
         if v["failed"] or v["non_2xx"]:
             notes.append(f"{v['name']}: {v['non_2xx']:,} of {v['requests']:,} requests got no connection "
                          f"within {results['params']['connection_timeout_ms']} ms (503), {v['failed']:,} failed.")
-    by_name = {v["name"]: v for v in results["variants"]}
-    if "default-dispatcher" in by_name and "database-dispatcher" in by_name:
-        ratio = by_name["database-dispatcher"]["requests_per_sec"] / by_name["default-dispatcher"]["requests_per_sec"]
-        notes.append(f"database.dispatcher gave {ratio:.1f}x the throughput of running the queries "
-                     "on the default dispatcher.")
     for v in results["variants"]:
         if v.get("probe") and v["probe"].get("p50_ms") is not None:
             notes.append(f"{v['name']}: /status answered in {v['probe']['p50_ms']:.1f} ms at the median, "
@@ -61,7 +57,7 @@ def render(results: dict, lab) -> dict[str, str]:
             + "\n" + machine_line(results) + " "
             + _database_line(results) + "\n")
         artifacts["book/src/figures/lab03-sweep.svg"] = sweep_figure(sweep)
-        artifacts["book/src/generated/lab03-sweep-summary.md"] = sweep_summary(sweep)
+        artifacts["book/src/generated/lab03-sweep-facts.md"] = sweep_facts_table(sweep)
     if any(v.get("timeline") for v in variants["variants"]):
         artifacts["book/src/figures/lab03-timeline.svg"] = timeline_figure(variants)
     spread = database_bound_spread(results)
@@ -199,135 +195,89 @@ def _sweep_model(results: dict) -> dict:
     return model
 
 
-def _calibration_spread(variants: list[dict], cores: int) -> str:
-    """How far the servers' calibrations differ, and whether the work's wall time moved with its CPU:
-    if both move together, the machine ran faster or slower, not PostgreSQL doing other work."""
-    cpu = [v["extra"]["postgres_cpu_ms_per_query"] for v in variants]
-    wall = [v["extra"]["query_alone_ms"] for v in variants]
-    text = (f"- The {len(cpu)} servers' calibrations ranged from {min(cpu):.2f} to {max(cpu):.2f} ms of CPU per "
-            f"request (a limit from {cores * 1000 / max(cpu):,.0f} to {cores * 1000 / min(cpu):,.0f} queries a "
-            "second), hence the median.")
-    if len(cpu) < 3 or len(set(cpu)) < 2 or len(set(wall)) < 2:
-        return text
-    r = statistics.correlation(cpu, wall)
-    if r >= 0.7:
-        return text + (f" The wall time of that work moved with its CPU (correlation {r:.2f}): the same query "
-                       "on the same data needed more or less CPU time from one server to the next, which points "
-                       "at the machine's speed (on a shared virtual machine, its neighbours) rather than at "
-                       "PostgreSQL.")
-    return text + f" The wall time of the same work did not follow its CPU closely (correlation {r:.2f})."
-
-
 def _one_server(variants: list[dict]) -> bool:
     """Whether the sweep ran on one server (the default mode), so one calibration serves all of it."""
     return all((v.get("extra") or {}).get("server") == "shared" for v in variants)
 
 
-def sweep_summary(results: dict) -> str:
-    """The sweep's prediction (from the measured query cost) and what was measured, in sentences."""
+def _pool(v: dict) -> str:
+    return f"`pool={v['extra']['pool_size']}`"
+
+
+def sweep_rows(results: dict) -> list[tuple[str, str, float | int, str]]:
+    """The sweep's facts: its calibration, its prediction, and what the chapter compares of its
+    steps, as (what, the fact's name, value, the value as the table shows it). The steps' own
+    figures are the sweep's table."""
     m = _sweep_model(results)
-    variants, c, busy = m["variants"], m["c"], m["busy_ms"]
-    wait = f"{results['params']['query_ms']} ms of waiting (pg_sleep"
-    wait += f", varied by ±{m['jitter']:.0%})" if m.get("jitter") else ")"
-    lines = [f"- Each query held its connection for about {busy:.1f} ms: {wait} and {m['alone_ms']:.2f} ms for "
-             "the rest of its database work: a connection from the pool, the two statements, the answer (the "
-             "median wall time of that work with no wait, run alone by "
-             + ("the server at start-up)." if _one_server(variants) else
-                "each server at start-up; the median over the servers).")]
+    variants, busy, one = m["variants"], m["busy_ms"], _one_server(m["variants"])
+    over = "" if one else "; the median over the servers"
+    jitter = f", varied by ±{m['jitter']:.0%}" if m.get("jitter") else ""
+    query_ms = results["params"]["query_ms"]
+    rows = [(f"the wait of a query, *w*: `pg_sleep` of `--query-ms`{jitter}", "wait_ms", query_ms, f"{query_ms} ms"),
+            ("the rest of its database work (a connection from the pool, the two statements, the answer), timed "
+             f"alone with no wait at start-up{over}", "alone_ms", m["alone_ms"], f"{m['alone_ms']:.2f} ms"),
+            ("the time a query held its connection, *h*: the steps' median", "hold_ms", busy, f"{busy:.1f} ms")]
     if "ceiling" in m:
-        knee = m["ceiling"] * busy / 1000.0
-        lines.append(f"- While that work was timed alone, PostgreSQL spent {m['cpu_ms']:.2f} ms of CPU per request, so "
-                     f"{m['cores']} core(s) can execute at most about {m['ceiling']:,.0f} queries a second. "
-                     f"Little's law meets that limit at a pool of about {knee:.0f} connections "
-                     f"({m['ceiling']:,.0f}/s x {busy:.1f} ms): below it the pool is the bottleneck, above it "
-                     "PostgreSQL's CPU is. (That limit is PostgreSQL's alone, the figure's dashed line; the tables' "
-                     + ("database CPU bound is what the shared core spent per request, PostgreSQL's and ab's and "
-                        "all else there, in the round before each step.)" if _shared_core(variants) else
-                        "database CPU bound also counts ab's CPU on the same core, and is a little lower.)"))
-        if not _one_server(variants):
-            lines.append(_calibration_spread(m["variants"], m["cores"]))
+        cores, knee = m["cores"], m["ceiling"] * busy / 1000.0
+        rows += [(f"PostgreSQL's CPU per query, timed alone at start-up, *d*{over}", "d_ms", m["cpu_ms"],
+                  f"{m['cpu_ms']:.2f} ms"),
+                 ("PostgreSQL's cores, *k*", "cores", cores, f"{cores}"),
+                 ("PostgreSQL's limit, *k* ÷ *d*: the figure's dashed line", "limit_per_s", m["ceiling"],
+                  f"{m['ceiling']:,.0f} queries/s"),
+                 ("the corner, *N*\\* = *k* × *h* ÷ *d*", "corner", knee, f"about {knee:.0f} connections")]
+        if not one:
+            rows += _calibration_rows(variants)
+        hikari = 2 * cores
+        near = min(variants, key=lambda v: (abs(v["extra"]["pool_size"] - hikari), v["extra"]["pool_size"]))
+        corner = min(variants, key=lambda v: (abs(v["extra"]["pool_size"] - knee), v["extra"]["pool_size"]))
+        rows += [("HikariCP's starting point, *k* × 2 + effective spindles, with the data in memory",
+                  "hikari_connections", hikari, f"{hikari} connections"),
+                 ("the step nearest HikariCP's number", "hikari_pool", near["extra"]["pool_size"], _pool(near)),
+                 ("the step nearest the corner", "corner_pool", corner["extra"]["pool_size"], _pool(corner))]
+        if near is not corner:
+            ratio = corner["requests_per_sec"] / near["requests_per_sec"]
+            rows.append(("requests/s of the step nearest the corner ÷ the step nearest HikariCP's number",
+                         "corner_over_hikari", ratio, f"{ratio:.1f}"))
     best = max(variants, key=lambda v: v["requests_per_sec"])
-    lines.append(f"- Measured at {c} requests in flight: from {variants[0]['requests_per_sec']:,.0f} requests/s "
-                 f"with {variants[0]['extra']['pool_size']} connections to at most "
-                 f"{best['requests_per_sec']:,.0f} requests/s (with {best['extra']['pool_size']}); "
-                 f"{variants[-1]['extra']['pool_size']} connections gave {variants[-1]['requests_per_sec']:,.0f} "
-                 f"requests/s with a p99 of {variants[-1]['p99_ms']:,.0f} ms.")
-    if "ceiling" in m:
-        lines += _hikari_line(m, variants)
-        plateau = [v for v in variants if _database_bound(v, m["ceiling"])]
-        if plateau:
-            # One number per step, the tables' measured/predicted: a fraction of the step's own bound.
-            queueing = any(report.queueing_below_bound(v) for v in plateau)
-            lines.append("- Where the database CPU binds, the measurements reached "
-                         + ", ".join(f"{_of_bound(v, m['ceiling']):.2f} of the prediction at "
-                                     f"pool={v['extra']['pool_size']}" for v in plateau)
-                         + " (the tables' measured/predicted: measured requests/s over the step's prediction, "
-                         + ("its bound 1 core / the shared core's CPU per request before the step" if _shared_core(plateau)
-                            else "its bound 1 core / (PostgreSQL's + ab's CPU per request)")
-                         + (", less what queueing for that core costs near the corner)." if queueing else ")."))
-            shared = [v for v in plateau if v.get("load_cores_busy") is not None
-                      and v["extra"].get("postgres_cpu_utilization") is not None]
-            if shared:
-                lines.append("- There, the core PostgreSQL shares with ab was busy "
-                             + ", ".join(f"{v['load_cores_busy']:.0%} of the time at pool={v['extra']['pool_size']} "
-                                         f"(PostgreSQL itself {v['extra']['postgres_cpu_utilization']:.0%})"
-                                         for v in shared)
-                             + ": PostgreSQL's share divided by its CPU per request gives the plateau, and the "
-                               "difference to 100% is what the plateau misses of the limit.")
-    cpu = [(v["extra"]["pool_size"], v["extra"].get("postgres_cpu_utilization")) for v in variants]
-    if all(u is not None for _, u in cpu):
-        lines.append("- PostgreSQL's CPU use (one core = 100%): "
-                     + ", ".join(f"{u:.0%} at pool={n}" for n, u in cpu) + ".")
+    rows.append(("the step that served the most requests/s", "best_pool", best["extra"]["pool_size"], _pool(best)))
     by_size = {v["extra"]["pool_size"]: v for v in variants}
-    for lock in m["lockstep"]:
-        size = lock["extra"]["pool_size"]
-        line = (f"- With every wait exactly {results['params']['query_ms']} ms (step {lock['name']}), "
-                f"{size} connections served {lock['requests_per_sec']:,.0f} requests/s")
-        if size in by_size:
-            varied = by_size[size]
-            line += (f", against {varied['requests_per_sec']:,.0f} with varied waits: "
-                     f"{lock['requests_per_sec'] / varied['requests_per_sec']:.0%} of it")
-        pg = lock["extra"].get("postgres_cpu_utilization")
-        lines.append(line + (f", while PostgreSQL's core was {pg:.0%} busy." if pg is not None else "."))
-    for wide in m["wide_jitter"]:
-        lines.append(_wide_jitter_line(wide, by_size.get(wide["extra"]["pool_size"]), m.get("jitter")))
-    return "\n".join(lines) + "\n"
+    for steps, what, name in ((m["lockstep"], "every wait exactly *w*", "lockstep_share"),
+                              (m["wide_jitter"], "waits varied more", "wide_jitter_share")):
+        for step in steps[:1]:
+            same = by_size.get(step["extra"]["pool_size"])
+            if same:
+                share = step["requests_per_sec"] / same["requests_per_sec"]
+                rows.append((f"requests/s of `{step['name']}` ({what}) ÷ {_pool(same)}", name, share, f"{share:.0%}"))
+    return rows
 
 
-def _database_bound(v: dict, ceiling: float) -> bool:
-    """Whether a step's prediction is the database's CPU (a run from before bound_by: Little's law
-    above PostgreSQL's limit)."""
-    if v.get("bound_by"):
-        return v["bound_by"] == model.DATABASE_CPU
-    return v["extra"]["littles_law_requests_per_sec"] > ceiling
+def _calibration_rows(variants: list[dict]) -> list[tuple[str, str, float, str]]:
+    """A server per step: how far their calibrations of *d* differ, and whether the same work's wall
+    time moved with its CPU (then the machine ran faster or slower, not PostgreSQL doing other work)."""
+    cpu = [v["extra"]["postgres_cpu_ms_per_query"] for v in variants]
+    wall = [v["extra"]["query_alone_ms"] for v in variants]
+    rows = [("the least and the most *d* of the servers' calibrations", "d_spread_ms", max(cpu) - min(cpu),
+             f"{min(cpu):.2f} to {max(cpu):.2f} ms")]
+    if len(cpu) >= 3 and len(set(cpu)) >= 2 and len(set(wall)) >= 2:
+        r = statistics.correlation(cpu, wall)
+        rows.append(("the correlation of that work's wall time with *d* over the servers (near 1: the machine's "
+                     "speed moved both)", "d_wall_correlation", r, f"{r:.2f}"))
+    return rows
 
 
-def _of_bound(v: dict, ceiling: float) -> float:
-    """Measured over the step's predicted bound, as in the tables (over the limit when none)."""
-    if v.get("measured_over_predicted") is not None:
-        return v["measured_over_predicted"]
-    return v["requests_per_sec"] / ceiling
+def sweep_facts_table(results: dict) -> str:
+    return ("| the sweep, from the committed run | value |\n|:---|---:|\n"
+            + "".join(f"| {label} | {text} |\n" for label, _, _, text in sweep_rows(results)))
 
 
-def _hikari_line(m: dict, variants: list[dict]) -> list[str]:
-    """HikariCP's starting point (About Pool Sizing: cores x 2 + effective spindles) against the
-    corner of this sweep, with the steps nearest each."""
-    if len(variants) < 2:
-        return []
-    cores, knee = m["cores"], m["ceiling"] * m["busy_ms"] / 1000.0
-    hikari = 2 * cores
-    near = min(variants, key=lambda v: (abs(v["extra"]["pool_size"] - hikari), v["extra"]["pool_size"]))
-    corner = min(variants, key=lambda v: (abs(v["extra"]["pool_size"] - knee), v["extra"]["pool_size"]))
-    if near is corner:
-        return []
-    return [f"- HikariCP's starting point, cores x 2 + effective spindles, is {hikari} connections for "
-            f"PostgreSQL's {cores} core(s) with the data in memory ({hikari + 1} with one disk); the corner above "
-            f"is at about {knee:.0f}. The step "
-            f"{'at' if near['extra']['pool_size'] == hikari else 'nearest'} HikariCP's number, "
-            f"pool={near['extra']['pool_size']}, served "
-            f"{near['requests_per_sec']:,.0f} requests/s; the step nearest the corner, "
-            f"pool={corner['extra']['pool_size']}, served {corner['requests_per_sec']:,.0f} "
-            f"({corner['requests_per_sec'] / near['requests_per_sec']:.1f} times as much)."]
+def facts(results: dict, lab) -> dict:
+    """What the chapter's claims read of a run (pul.claims: lab03.facts.NAME): every row of the sweep's
+    facts table, by its name in sweep_rows; nothing for a run without a sweep."""
+    _, sweep = split(results)
+    if not sweep["variants"]:
+        return {}
+    return {name: round(value, 4) if isinstance(value, float) else value
+            for _, name, value, _ in sweep_rows(sweep)}
 
 
 def database_bound_spread(results: dict) -> str:
@@ -373,12 +323,6 @@ def _database_bound_rows(results: dict, calibrated: str) -> list[dict]:
             and (v.get("calibration") or {}).get(calibrated) and not v["extra"].get(model.CONVOY)]
 
 
-def _shared_core(variants: list[dict]) -> bool:
-    """Whether these steps' database bounds came from the shared core's CPU per request (runs since
-    the calibration measured it), not from PostgreSQL's query timed alone plus ab's."""
-    return any((v.get("calibration") or {}).get("load_cores_cpu_ms") for v in variants)
-
-
 def _shared_core_spread(rows: list[dict]) -> str:
     """The bound k / s row by row: the spread of s, and d (timed alone) against what PostgreSQL spent."""
     per_request = [v["calibration"]["load_cores_cpu_ms"] for v in rows]
@@ -395,26 +339,6 @@ def _shared_core_spread(rows: list[dict]) -> str:
     if spent:
         text += f"; during the measured runs PostgreSQL spent {min(spent):.2f} to {max(spent):.2f} ms per request"
     return text + "."
-
-
-def _wide_jitter_line(wide: dict, varied: dict | None, jitter: float | None) -> str:
-    """The wide-jitter step against the sweep's step of the same size: did PostgreSQL's core idle less?"""
-    size = wide["extra"]["pool_size"]
-    line = (f"- With waits varied by ±{wide['extra']['query_jitter']:.0%} (step {wide['name']}), {size} connections "
-            f"served {wide['requests_per_sec']:,.0f} requests/s")
-    pg_wide = wide["extra"].get("postgres_cpu_utilization")
-    if varied is None:
-        return line + (f", while PostgreSQL's core was {pg_wide:.0%} busy." if pg_wide is not None else ".")
-    line += (f", against {varied['requests_per_sec']:,.0f} with ±{jitter or 0:.0%} "
-             f"({wide['requests_per_sec'] / varied['requests_per_sec']:.0%} of it)")
-    pg_varied = varied["extra"].get("postgres_cpu_utilization")
-    if pg_wide is None or pg_varied is None:
-        return line + "."
-    line += f"; PostgreSQL's core was {pg_wide:.0%} busy, against {pg_varied:.0%}"
-    if pg_wide - pg_varied >= 0.03:
-        return line + (": with waits that differ more, fewer queries reach the core together, and it idles less "
-                       "(see *Why*).")
-    return line + ": no clear difference in this run."
 
 
 def sweep_figure(results: dict) -> str:

@@ -1,5 +1,5 @@
-"""Lab 04's analysis of a results file (costs, which tool was the limit), its book artifacts and
-summary lines."""
+"""Lab 04's analysis of a results file (costs, which tool was the limit), its book artifacts, its
+summary lines and the facts the chapter's claims read."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def profile_outputs(lab, main: dict) -> dict[str, str]:
     return {
         "book/src/generated/lab04-profile.md": "<!-- ANCHOR: table -->\n"
         + report.profile_markdown(lab, run, PROFILED, PROFILE_COLUMNS, main) + "<!-- ANCHOR_END: table -->\n"
-        + "<!-- ANCHOR: threads -->\n" + threads_sentence(main) + "\n<!-- ANCHOR_END: threads -->\n",
+        + "<!-- ANCHOR: threads -->\n" + threads_table(main) + "<!-- ANCHOR_END: threads -->\n",
         **report.flame_figures(lab, run, {f"book/src/figures/lab04-flame-{name}.svg": name for name in FLAME_GRAPHS}),
     }
 
@@ -172,44 +172,65 @@ def _ab_costs(results: dict) -> dict[str, tuple[float, float | None]]:
             for name, rate in medians.items()}
 
 
-def modes_text(results: dict, thorough: dict | None) -> str:
-    """The default mode's run against a --thorough one (a fresh server per set-up): the same costs?"""
+def modes_comparison(results: dict, thorough: dict | None) -> dict | None:
+    """The default mode's run against a --thorough one (a fresh server per set-up), each cost against
+    its own run's baseline: per set-up, and what the chapter's claims read of them (facts' modes_*).
+    None without a --thorough run to compare with."""
     if thorough is None or results.get("params", {}).get("mode") == THOROUGH:
-        return ("No `--thorough` run is committed next to this one, so the book cannot compare the two "
-                "modes here.\n")
+        return None
     one, fresh = _ab_costs(results), _ab_costs(thorough)
-    names = [n for n in one if n in fresh and n != BASELINE_AGAIN]
-    rows = ["| set-up | one server: ab req/s | cost µs/req | fresh servers: ab req/s | cost µs/req | "
-            "cost difference µs/req | one server ÷ fresh |", "|---|---:|---:|---:|---:|---:|---:|"]
-    gaps, ratios = [], []
-    for n in names:
+    rows = []
+    for n in (n for n in one if n in fresh and n != BASELINE_AGAIN):
         (r1, c1), (r2, c2) = one[n], fresh[n]
         gap = None if c1 is None or c2 is None else c1 - c2
         ratio = c1 / c2 if gap is not None and min(c1, c2) >= LARGE_COST_US else None
-        if gap is not None:
-            gaps.append(abs(gap))
-        if ratio is not None:
-            ratios.append(ratio)
-        rows.append(f"| {n} | {r1:,.0f} | {_cost(c1)} | {r2:,.0f} | {_cost(c2)} | {_cost(gap)} | "
-                    f"{'–' if ratio is None else f'{ratio:.2f}'} |")
+        rows.append((n, r1, c1, r2, c2, gap, ratio))
+    gaps = [abs(row[5]) for row in rows if row[5] is not None]
+    ratios = [row[6] for row in rows if row[6] is not None]
     order = [n for n in ("java-plain-x10", "plain-x10", "essential-x10") if n in one and n in fresh]
 
     def ranking(costs):
-        return sorted(order, key=lambda n: -costs[n][1])
+        return " > ".join(sorted(order, key=lambda n: -costs[n][1]))
 
-    same_order = ranking(one) == ranking(fresh)
-    text = "\n".join(rows) + "\n\n"
-    text += (f"Both runs measured {len(names)} set-ups with ab. Against each run's own baseline, the costs "
-             f"differ by {statistics.median(gaps):.1f} µs per request at the median and {max(gaps):.1f} µs "
-             f"at most; the ten-filter chains rank "
-             + " > ".join(f"`{n}`" for n in ranking(one))
-             + (" in both." if same_order else " on the one server, but "
-                + " > ".join(f"`{n}`" for n in ranking(fresh)) + " on fresh servers.")
-             + (f" Where both costs are {LARGE_COST_US:g} µs or more, the one server's is "
-                f"{min(ratios):.2f}–{max(ratios):.2f} times the fresh servers'." if ratios else "")
-             + f" The fresh-server run: {thorough['started_at'][:10]}, {thorough['duration_s']:,.0f} s, "
-             f"load average {thorough['machine'].get('load_average_at_start')} at start.\n") if gaps else ""
-    return text
+    found = {"setups": len(rows), "ranking": ranking(one), "fresh_ranking": ranking(fresh)}
+    if gaps:
+        found.update(gap_median_us=statistics.median(gaps), gap_max_us=max(gaps))
+    if ratios:
+        found.update(ratio_min=min(ratios), ratio_max=max(ratios))
+    return {"rows": rows, "facts": found}
+
+
+def modes_text(results: dict, thorough: dict | None) -> str:
+    """The two modes' costs side by side, set-up by set-up, and what they add up to, in two tables."""
+    compared = modes_comparison(results, thorough)
+    if compared is None:
+        return ("No `--thorough` run is committed next to this one, so the book cannot compare the two "
+                "modes here.\n")
+    lines = ["| set-up | one server: ab req/s | cost µs/req | fresh servers: ab req/s | cost µs/req | "
+             "cost difference µs/req | one server ÷ fresh |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {n} | {r1:,.0f} | {_cost(c1)} | {r2:,.0f} | {_cost(c2)} | {_cost(gap)} | "
+              f"{'–' if ratio is None else f'{ratio:.2f}'} |" for n, r1, c1, r2, c2, gap, ratio in compared["rows"]]
+    f = compared["facts"]
+    summary = [("set-ups both runs measured with ab", f"{f['setups']}")]
+    if "gap_median_us" in f:
+        apart = "how far apart a set-up's two costs were"
+        summary += [(f"{apart}: the median over the set-ups", f"{f['gap_median_us']:.1f} µs"),
+                    (f"{apart}: the most", f"{f['gap_max_us']:.1f} µs")]
+    summary += [("the ten-filter chains, dearest first, on the one server", _ranked(f["ranking"])),
+                ("the same on fresh servers", _ranked(f["fresh_ranking"]))]
+    if "ratio_min" in f:
+        summary.append((f"one server ÷ fresh, where both costs are {LARGE_COST_US:g} µs or more",
+                        f"{f['ratio_min']:.2f}–{f['ratio_max']:.2f}"))
+    lines += ["", "| the two runs compared | value |", "|:---|---:|"]
+    lines += [f"| {what} | {value} |" for what, value in summary]
+    lines += ["", f"The fresh-server run: {thorough['started_at'][:10]}, {thorough['duration_s']:,.0f} s, "
+              f"load average {thorough['machine'].get('load_average_at_start')} at start."]
+    return "\n".join(lines) + "\n"
+
+
+def _ranked(ranking: str) -> str:
+    """java-plain-x10 > plain-x10 -> `java-plain-x10` > `plain-x10`"""
+    return " > ".join(f"`{n}`" for n in ranking.split(" > ")) if ranking else "–"
 
 
 # Costs this large are compared as a ratio too: a few µs of noise is then a small share of them.
@@ -349,26 +370,26 @@ def tools_table(results: dict, analysis: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-# -- the "Why" section's numbers and outcome-dependent sentences ---------------------
-# The argument itself is prose in the chapter; these are the snippets it includes, each
-# between ANCHOR markers (`{{#include generated/lab04-why-facts.md:NAME}}`), so the book never
-# states an outcome the committed run does not show.
+# -- the "Why" section's facts ---------------------------------------------------------
+# The argument is prose in the chapter. The numbers it reads are one generated table (the `facts`
+# anchor of generated/lab04-why-facts.md), and each of its sentences that states what the run
+# measured carries a claim on facts() (pul.claims), so a re-made run cannot leave it stale.
 
 KIND_MD = {"plain": "Scala `Filter`", "essential": "Scala `EssentialFilter`",
            "java-plain": "Java `Filter`", "java-essential": "Java `EssentialFilter`"}
-# The write-up (sources/002): one no-op Scala `Filter` on Play 2.5, 1 s / 40,668 - 1 s / 60,328 (its
-# numbers, quoted in the chapter). Like for like here: `plain-x1`, one no-op Scala `Filter`.
-WRITEUP_US = 8.0
+# The facts' names of one filter of each kind (scala_filter_us, scala_filter_cpu_us, ...).
+KIND_FACT = {"plain": "scala_filter", "essential": "scala_essential_filter",
+             "java-plain": "java_filter", "java-essential": "java_essential_filter"}
+# The timing filter against the no-op filter of its kind, each alone in its chain.
+TIMING = [("logging-plain", "plain-x1", "a `Filter`", "timing_own_filter"),
+          ("logging-essential", "essential-x1", "an `EssentialFilter`", "timing_own_essential_filter")]
 
 
 def why_text(results: dict, analysis: dict) -> str:
-    """Every snippet the chapter's "Why" section includes, each between its anchor markers."""
+    """The snippets the chapter includes from generated/lab04-why-facts.md, each between its
+    anchor markers: the facts table, and the default filters' sentence of ch04-play-defaults.md."""
     n = why_numbers(analysis)
-    parts = {"facts": facts_table(analysis, n), "limit": limit_sentence(analysis),
-             "noise": noise_sentence(results, analysis, n), "kinds": kinds_sentence(analysis, n),
-             "then-and-now": then_and_now_sentence(analysis, n), "growth": growth_sentence(results, analysis, n),
-             "java": java_sentence(analysis), "timing": timing_sentence(results, analysis, n),
-             "defaults": defaults_sentence(analysis, n)}
+    parts = {"facts": facts_table(analysis, n), "defaults": defaults_sentence(analysis, n)}
     return "\n".join(f"<!-- ANCHOR: {name} -->\n{text.rstrip()}\n<!-- ANCHOR_END: {name} -->\n"
                      for name, text in parts.items())
 
@@ -388,211 +409,85 @@ def _csrf_share(analysis: dict) -> tuple[float, float]:
     return d["us"] - n["us"], d["cpu_cost_us"] - n["cpu_cost_us"]
 
 
+def _fact(name: str) -> str:
+    """A set-up's name as a fact's: plain-x10 -> plain_x10."""
+    return name.replace("-", "_")
+
+
+def why_rows(analysis: dict, n: dict) -> list[tuple[str, str, float, float | None]]:
+    """The facts table's rows: (what, the fact's name, µs per request, server CPU µs per request or
+    None). facts() names each row's figures NAME_us and NAME_cpu_us."""
+    cost = analysis["cost"]
+
+    def measured(name, label, fact=None):
+        return ([(f"{label} (`{name}`)", fact or _fact(name), cost[name]["us"], cost[name]["cpu_cost_us"])]
+                if _has(analysis, name) else [])
+
+    rows = [(f"a whole request with no filters (`{BASELINE}`): 1 s ÷ its median throughput", "baseline",
+             n["base_us"], n["base"]["cpu_us"]),
+            (f"run-to-run spread of `{BASELINE}`: 1 s ÷ its slowest run − 1 s ÷ its fastest", "noise",
+             n["noise_us"], None)]
+    rows += measured(BASELINE_AGAIN, "the baseline measured again, against the first", "baseline_again")
+    rows += [(f"one no-op {KIND_MD[kind]}: the fitted slope over chains of "
+              f"{', '.join(str(k) for k in fit['lengths'])}", KIND_FACT[kind], fit["slope_us"], fit["cpu_slope_us"])
+             for kind, fit in analysis["per_filter"].items()]
+    plain = analysis["per_filter"].get("plain")
+    for k in sorted(plain["lengths"]) if plain else []:
+        name = f"plain-x{k}"
+        rows += measured(name, f"a chain of {'one' if k == 1 else k} no-op Scala `Filter`{'' if k == 1 else 's'}")
+        if k > 1:
+            rows.append((f"per filter in `{name}`: its cost ÷ {k}", f"{_fact(name)}_per_filter",
+                         cost[name]["us"] / k, cost[name]["cpu_cost_us"] / k))
+    rows += measured("essential-x1", "a chain of one no-op Scala `EssentialFilter`")
+    rows += (measured("play-defaults", "Play's three default filters")
+             + measured(NO_CSRF, "the defaults without the CSRF filter"))
+    if _has(analysis, "play-defaults") and _has(analysis, NO_CSRF):
+        rows.append(("the CSRF filter's share: the difference of those two", "csrf", *_csrf_share(analysis)))
+    rows += (measured("logging-plain", "the timing filter as a `Filter`")
+             + measured("logging-essential", "the timing filter as an `EssentialFilter`"))
+    for timing, noop, kind, fact in TIMING:
+        if _has(analysis, timing) and _has(analysis, noop):
+            rows.append((f"the timing filter's own work as {kind}: `{timing}` − `{noop}`", fact,
+                         cost[timing]["us"] - cost[noop]["us"],
+                         cost[timing]["cpu_cost_us"] - cost[noop]["cpu_cost_us"]))
+    return rows
+
+
 def facts_table(analysis: dict, n: dict) -> str:
     """The numbers the argument uses, in one table."""
-    cost, ref = analysis["cost"], analysis["reference_tool"]
-
-    def measured(name, label):
-        return [(f"{label} (`{name}`)", cost[name]["us"], cost[name]["cpu_cost_us"])] if _has(analysis, name) else []
-
-    csrf = ([("the CSRF filter's share: the difference of those two", *_csrf_share(analysis))]
-            if _has(analysis, "play-defaults") and _has(analysis, NO_CSRF) else [])
-    rows = ([(f"a whole request with no filters (`{BASELINE}`): 1 s ÷ its median throughput", n["base_us"],
-              n["base"]["cpu_us"]),
-             (f"run-to-run spread of `{BASELINE}`: 1 s ÷ its slowest run − 1 s ÷ its fastest", n["noise_us"], None)]
-            + [(f"one no-op {KIND_MD[kind]}: the fitted slope over chains of "
-                f"{', '.join(str(k) for k in fit['lengths'])}", fit["slope_us"], fit["cpu_slope_us"])
-               for kind, fit in analysis["per_filter"].items()]
-            + measured("play-defaults", "Play's three default filters")
-            + measured(NO_CSRF, "the defaults without the CSRF filter") + csrf
-            + measured("logging-plain", "the timing filter as a `Filter`")
-            + measured("logging-essential", "the timing filter as an `EssentialFilter`"))
-    lines = [f"| from the committed run ({ref}) | µs per request | server CPU µs per request |", "|:---|---:|---:|"]
-    lines += [f"| {label} | {us:.1f} | {'–' if cpu is None else f'{cpu:.1f}'} |" for label, us, cpu in rows]
+    lines = [f"| from the committed run ({analysis['reference_tool']}) | µs per request "
+             "| server CPU µs per request |", "|:---|---:|---:|"]
+    lines += [f"| {label} | {us:.1f} | {'–' if cpu is None else f'{cpu:.1f}'} |"
+              for label, _, us, cpu in why_rows(analysis, n)]
     return "\n".join(lines) + "\n"
 
 
-def limit_sentence(analysis: dict) -> str:
-    """Which side set the pace on the baseline, and whether the two tools agree."""
-    ref, base = analysis["reference_tool"], analysis["tools"][BASELINE]
-    tools_ = {t: s for t, s in base.items() if s}
-    reached = "; ".join(f"{t} reached {s['median']:,.0f} requests/s with the server's core "
-                        f"{s['server_utilization']:.0%} busy and its own {s['load_utilization']:.0%} "
-                        f"(limit: {limit_of(s)})" for t, s in tools_.items())
-    text = f"On `{BASELINE}`, {reached}. "
-    ab, wrk_ = tools_.get("ab"), tools_.get("wrk")
-    if not (ab and wrk_ and limit_of(ab) == limit_of(wrk_) == "server CPU"):
-        return text + f"The costs come from {ref}, {analysis['reference_reason']}."
-    text += ("Both tools kept the server's core busy while using a fraction of their own: the server, not the "
-             f"load generator, set the pace. The costs come from {ref}, {analysis['reference_reason']}. ")
-    apart = abs(ab["median"] - wrk_["median"]) / max(ab["median"], wrk_["median"])
-    if apart <= 0.03:
-        return text + (f"The two tools reached nearly the same rate ({apart:.1%} apart), and the server spent about "
-                       f"the same CPU time on a request from either: {ab['cpu_us']:.1f} µs from ab, "
-                       f"{wrk_['cpu_us']:.1f} µs from wrk.")
-    return text + (f"The two tools reached rates {apart:.0%} apart because a request cost the server different CPU "
-                   f"time: {ab['cpu_us']:.1f} µs from ab and {wrk_['cpu_us']:.1f} µs from wrk (ab speaks HTTP/1.0 "
-                   "with a keep-alive header and sends more headers; wrk speaks plain HTTP/1.1).")
-
-
-def noise_sentence(results: dict, analysis: dict, n: dict) -> str:
-    agreement = analysis["baseline_agreement"]
-    last = results["variants"][-1]
-    when = " at the end of the run" if last["name"] == BASELINE_AGAIN and not last.get("interleaved") else ""
-    repeat = ("" if agreement is None else
-              f"The baseline measured again{when} (`{BASELINE_AGAIN}`), {_where_again(results)}, came "
-              f"out {agreement:.1%} away from the first measurement "
-              f"({'within' if agreement <= BASELINE_AIM else 'outside'} the {BASELINE_AIM:.0%} the lab aims for), "
-              "and t")
-    return ((repeat or "T") + f"he baseline's own runs spanned {n['base']['min']:,.0f}–{n['base']['max']:,.0f} "
-            f"requests/s: costs smaller than about {n['noise_us']:.1f} µs per request are within that noise.")
-
-
-def _where_again(results: dict) -> str:
-    if results["variants"][-1].get("interleaved"):
-        return ("on the same server, as the last set-up of every round of runs (each round runs every set-up "
-                "once, `none` first)")
-    return ("on the same server, after every other set-up" if results.get("params", {}).get("mode") == DEFAULT
-            else "on a fresh server")
-
-
-def kinds_sentence(analysis: dict, n: dict) -> str:
-    plain, essential = analysis["per_filter"].get("plain"), analysis["per_filter"].get("essential")
-    if not (plain and essential):
-        return "This run did not measure both kinds of no-op Scala filter."
-    if plain["slope_us"] <= max(3 * essential["slope_us"], 0):
-        return (f"**The two kinds cost about the same here**, against the prediction: {plain['slope_us']:.1f} µs "
-                f"per `Filter` and {essential['slope_us']:.1f} µs per `EssentialFilter`.")
-    text = (f"**A `Filter` costs far more than an `EssentialFilter`.** Each no-op Scala `Filter` added about "
-            f"{plain['slope_us']:.1f} µs per request ({plain['cpu_slope_us']:.1f} µs of server CPU), each no-op "
-            f"`EssentialFilter` about {essential['slope_us']:.1f} µs ({essential['cpu_slope_us']:.1f} µs of CPU). ")
-    if abs(essential["slope_us"]) * max(essential["lengths"]) <= n["noise_us"]:
-        return text + ("Even the longest `EssentialFilter` chain stays within the baseline's run-to-run spread: "
-                       "its cost is too small for this machine to resolve, as predicted.")
-    return text + f"The `Filter` costs about {plain['slope_us'] / essential['slope_us']:.0f} times as much."
-
-
-def then_and_now_sentence(analysis: dict, n: dict) -> str:
-    """The write-up's one no-op Scala `Filter` against the same set-up here, `plain-x1`; not the fitted
-    slope, which averages over longer chains."""
-    if not _has(analysis, "plain-x1"):
-        return ("This run did not measure one no-op Scala `Filter` alone (`plain-x1`), the write-up's set-up, so "
-                "it cannot be compared with it.")
-    one = analysis["cost"]["plain-x1"]
-    if one["us"] <= n["noise_us"]:
-        scale = (f"within the baseline's run-to-run spread ({n['noise_us']:.1f} µs), too little for this run to "
-                 "tell from zero")
-    else:
-        factor = one["us"] / WRITEUP_US
-        scale = ("the same order of magnitude" if 1 / 3 <= factor <= 3 else
-                 f"about {1 / factor:.0f} times less" if factor < 1 / 3 else f"about {factor:.0f} times more")
-    text = (f"In the write-up, one no-op Scala `Filter` on Play 2.5 added about {WRITEUP_US:.0f} µs per request. "
-            f"Here the same set-up (`plain-x1`) added {one['us']:.1f} µs ({one['cpu_cost_us']:.1f} µs of server "
-            f"CPU): {scale}.")
-    plain = analysis["per_filter"].get("plain")
-    if plain and max(plain["lengths"]) > 1:
-        text += (f" The fitted slope, {plain['slope_us']:.1f} µs per `Filter`, answers another question: what a "
-                 f"`Filter` costs on average in chains of {_listed(plain['lengths'])} filters.")
-    return text
-
-
-def _listed(items) -> str:
-    """1, 3 and 10"""
-    items = [str(i) for i in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def growth_sentence(results: dict, analysis: dict, n: dict) -> str:
-    cost, plain = analysis["cost"], analysis["per_filter"].get("plain")
-    lengths = [k for k in (plain["lengths"] if plain else []) if _has(analysis, f"plain-x{k}")]
-    if len(lengths) < 2:
-        return "This run measured fewer than two `Filter` chain lengths, so it cannot show how the cost grows."
-    longest = max(lengths)
-    per_filter = {k: cost[f"plain-x{k}"]["us"] / k for k in lengths}
-    resolved = [k for k in lengths if cost[f"plain-x{k}"]["us"] > n["noise_us"]]
-    listed = ", ".join(f"{per_filter[k]:.1f} µs with {k}" + ("" if k in resolved else " (within the noise)")
-                       for k in lengths)
-    text = (f"{longest} `Filter`s added {cost[f'plain-x{longest}']['us']:.1f} µs per request. "
-            f"Per filter that is {listed}. ")
-    if len(resolved) < 2:
-        text += ("Only the longest chain stands out of the baseline's run-to-run spread, so the slope fitted over "
-                 "all lengths is the best estimate of one filter's cost; whether the growth is exactly linear "
-                 "needs more chain lengths.")
-    else:
-        short, long_ = per_filter[min(resolved)], per_filter[max(resolved)]
-        ratio = long_ / short if short > 0 else None
-        if ratio is not None and ratio > 1.5:
-            text += (f"Each filter cost more the longer the chain ({ratio:.1f} times as much per filter with "
-                     f"{max(resolved)} as with {min(resolved)}): the growth is more than linear, against the "
-                     "prediction, so the fitted slope is an average over these lengths, not the price of one filter.")
-        elif ratio is not None and ratio < 1 / 1.5:
-            text += "The first filters cost more than the later ones: the growth is less than linear."
-        else:
-            text += "Close to linear, as predicted: the fitted slope is the price of one filter."
-    return text + waiting_sentence(results, analysis, longest)
-
-
-def waiting_sentence(results: dict, analysis: dict, longest: int) -> str:
-    """Only when the server's core sat idle notably more with the longest chain than with none."""
-    ref, tools_ = analysis["reference_tool"], analysis["tools"]
-    idle_base = tools_[BASELINE][ref]["server_cores_idle"]
-    longest_run = tools_.get(f"plain-x{longest}", {}).get(ref)
-    if not longest_run or longest_run["server_cores_idle"] < idle_base + 0.10:
-        return ""
-    return (f"\n\n**Part of a `Filter`'s cost is waiting, not computing.** During `plain-x{longest}` the server's "
-            f"core sat idle {longest_run['server_cores_idle']:.0%} of the time (against {idle_base:.0%} with no "
-            f"filters), although {results['variants'][0]['concurrency']} requests were always in flight: the "
-            "requests were waiting for their callbacks to be picked up by a dispatcher thread. That is why the "
-            "throughput cost is larger than the CPU cost.")
-
-
-def java_sentence(analysis: dict) -> str:
-    fits = analysis["per_filter"]
-    java_plain, java_essential, plain = fits.get("java-plain"), fits.get("java-essential"), fits.get("plain")
-    if not (java_plain and plain):
-        return "This run did not measure both the Java and the Scala `Filter`."
-    essential_part = (f" A Java `EssentialFilter` cost about {java_essential['slope_us']:.1f} µs per request "
-                      f"({java_essential['cpu_slope_us']:.1f} µs of CPU)." if java_essential else "")
-    if java_plain["slope_us"] > 2 * plain["slope_us"]:
-        return (f"**The Java `Filter` is the expensive one.** Each no-op Java `Filter` cost about "
-                f"{java_plain['slope_us']:.0f} µs per request ({java_plain['cpu_slope_us']:.0f} µs of server CPU), "
-                f"{java_plain['slope_us'] / plain['slope_us']:.0f} times the Scala `Filter`.{essential_part}")
-    compare = ("more than" if java_plain["slope_us"] > 1.15 * plain["slope_us"] else
-               "less than" if java_plain["slope_us"] < 0.85 * plain["slope_us"] else "about as much as")
-    return (f"**Java follows Scala.** A no-op Java `Filter` cost about {java_plain['slope_us']:.1f} µs per request, "
-            f"{compare} the Scala one.{essential_part}")
-
-
-def timing_sentence(results: dict, analysis: dict, n: dict) -> str:
-    if not (_has(analysis, "logging-plain") and _has(analysis, "logging-essential")):
-        return "This run did not measure both forms of the timing filter."
-    log = results.get("settings", {}).get("lab.access-log", "")
-    logged = (f"This run turned the log line on (`lab.access-log={log}`), so these costs include it. "
-              if log.upper() in ("DEBUG", "TRACE", "ALL") else "")
-    lp, le = analysis["cost"]["logging-plain"]["us"], analysis["cost"]["logging-essential"]["us"]
-    if abs(lp - le) <= n["noise_us"]:
-        return logged + (f"**The two forms were too close to tell apart here**: {lp:.1f} µs per request as a "
-                         f"`Filter`, {le:.1f} µs as an `EssentialFilter`, a difference within the baseline's "
-                         "run-to-run spread. With one filter in the chain, the adapter is cheap."
-                         + _timing_over_noop(analysis, n))
-    return logged + (f"The timing filter cost {lp:.1f} µs per request as a `Filter` and {le:.1f} µs as an "
-                     "`EssentialFilter`." + _timing_over_noop(analysis, n))
-
-
-def _timing_over_noop(analysis: dict, n: dict) -> str:
-    """What the timing filter's own work adds to a no-op filter of the same kind, each alone in its chain."""
-    parts = []
-    for timing, noop, kind in (("logging-plain", "plain-x1", "a `Filter`"),
-                               ("logging-essential", "essential-x1", "an `EssentialFilter`")):
-        if _has(analysis, timing) and _has(analysis, noop):
-            us = analysis["cost"][timing]["us"] - analysis["cost"][noop]["us"]
-            cpu = analysis["cost"][timing]["cpu_cost_us"] - analysis["cost"][noop]["cpu_cost_us"]
-            noise = " — within the noise" if abs(us) <= n["noise_us"] else ""
-            parts.append(f"{us:+.1f} µs ({cpu:+.1f} µs of CPU) as {kind}, against `{noop}`{noise}")
-    if not parts:
-        return ""
-    return (" Against a no-op filter of the same kind alone in its chain, the timing filter's own work came to "
-            + "; and ".join(parts) + ".")
+def facts(results: dict, lab) -> dict:
+    """What the chapter's claims read of a run (pul.claims: lab04.facts.NAME): every row of the facts
+    table (NAME_us, NAME_cpu_us), which tool the costs come from and what limited it on the
+    baseline (as Listing 4-13 has it), how far the baseline's repeat came out from the first and
+    whether it drifted (baseline_drift), the JVM's threads (threads_SETUP, as threads_table), and
+    the default mode's costs against the committed --thorough run's (modes_*, as modes_text)."""
+    analysis = analyse(results)
+    n = why_numbers(analysis)
+    values = {}
+    for _, name, us, cpu in why_rows(analysis, n):
+        values[f"{name}_us"] = round(us, 2)
+        if cpu is not None:
+            values[f"{name}_cpu_us"] = round(cpu, 2)
+    base = n["base"]
+    values.update(reference_tool=analysis["reference_tool"], baseline_limit=limit_of(base),
+                  baseline_server_cpu=base["server_utilization"], baseline_load_cpu=base["load_utilization"])
+    if analysis["baseline_agreement"] is not None:
+        values.update(baseline_agreement=round(analysis["baseline_agreement"], 4),
+                      baseline_drift=analysis["baseline_drift"])
+    values.update({f"threads_{_fact(name)}": count for name, count in most_threads(results).items()
+                   if count is not None})
+    compared = modes_comparison(results, report.committed_run(lab, THOROUGH_DIR))
+    if compared:
+        values.update({f"modes_{name}": round(value, 4) if isinstance(value, float) else value
+                       for name, value in compared["facts"].items()})
+    return values
 
 
 def defaults_sentence(analysis: dict, n: dict) -> str:
@@ -697,16 +592,22 @@ def cost_figure(results: dict, analysis: dict) -> str:
     return report.gnuplot_svg(script)
 
 
-def threads_sentence(results: dict) -> str:
-    """The JVM's threads over each Java Filter set-up's first run in the main run (its timeline),
-    against the baseline's: a thread started per request shows as a rising count."""
+# The set-ups whose JVM threads the chapter compares: a thread started per request shows as a higher count.
+THREADS = ["none", "java-plain-x1", "java-plain-x10", "java-essential-x10"]
+
+
+def most_threads(results: dict) -> dict[str, int | None]:
+    """The most threads the JVM had over each of THREADS' first run in the main run (its timeline)."""
     def most(name: str) -> int | None:
         v = next((v for v in results["variants"] if v["name"] == name), None)
         counts = [c for c in ((v or {}).get("timeline") or {}).get("jvm_threads", []) if c is not None]
         return max(counts) if counts else None
-    found = {name: most(name) for name in ("none", "java-plain-x1", "java-plain-x10", "java-essential-x10")}
+    return {name: most(name) for name in THREADS}
+
+
+def threads_table(results: dict) -> str:
+    found = most_threads(results)
     if None in found.values():
-        return "The main run has no timeline of the JVM's threads for these set-ups."
-    return (f"In the main run, the JVM had at most {found['none']} threads during the first run without filters and "
-            f"{found['java-essential-x10']} with ten Java `EssentialFilter`s, but {found['java-plain-x1']} with one "
-            f"Java `Filter` and {found['java-plain-x10']} with ten: threads started for requests and not yet ended.")
+        return "The main run has no timeline of the JVM's threads for these set-ups.\n"
+    return ("| set-up (main run, its first run) | most JVM threads |\n|:---|---:|\n"
+            + "".join(f"| `{name}` | {count} |\n" for name, count in found.items()))

@@ -6,8 +6,7 @@ from pul.testing import this_lab
 
 LAB = this_lab(__file__)
 from pul.model import mean_value_analysis  # noqa: E402  (what the driver and report use)
-_calibration_spread = LAB.module("report")._calibration_spread
-_wide_jitter_line = LAB.module("report")._wide_jitter_line
+REPORT = LAB.module("report")
 
 
 def test_one_connection_is_never_queued():
@@ -142,36 +141,26 @@ def test_zero_is_refused_where_it_means_nothing(option):
 
 
 def _calibrated(pairs):
-    return [{"extra": {"postgres_cpu_ms_per_query": cpu, "query_alone_ms": wall}} for cpu, wall in pairs]
+    """A step per server (--thorough), each with its calibration: (d, the same work's wall time)."""
+    return {"params": {"concurrency": 64, "query_ms": 80}, "pools": {"query_jitter": 0.5},
+            "variants": [{"name": f"pool={2 ** i}", "requests_per_sec": 10.0 * 2 ** i, "service_ms": 83.0,
+                          "extra": {"pool_size": 2 ** i, "postgres_cpu_ms_per_query": cpu, "query_alone_ms": wall,
+                                    "postgres_cores": 1, "server": f"pool={2 ** i}"}}
+                         for i, (cpu, wall) in enumerate(pairs, start=1)]}
 
 
-def test_calibration_spread_names_the_range_and_the_limits_it_gives():
-    text = _calibration_spread(_calibrated([(3.0, 3.2), (4.0, 4.3)]), cores=1)
-    assert "from 3.00 to 4.00 ms" in text and "from 250 to 333 queries" in text
-    assert "correlation" not in text  # two servers say nothing about it
+def test_calibration_spread_names_the_range_of_the_servers_d():
+    facts = REPORT.facts(_calibrated([(3.0, 3.2), (4.0, 4.3)]), LAB)
+    assert facts["d_spread_ms"] == pytest.approx(1.0) and facts["d_ms"] == pytest.approx(3.5)
+    assert "| 3.00 to 4.00 ms |" in REPORT.sweep_facts_table(_calibrated([(3.0, 3.2), (4.0, 4.3)]))
+    assert "d_wall_correlation" not in facts  # two servers say nothing about it
 
 
 def test_calibration_spread_says_whether_the_wall_time_followed_the_cpu():
-    together = _calibration_spread(_calibrated([(3.0, 3.2), (3.5, 3.7), (3.9, 4.2), (3.2, 3.4)]), cores=1)
-    assert "moved with its CPU" in together
-    apart = _calibration_spread(_calibrated([(3.0, 4.2), (3.5, 3.2), (3.9, 3.3), (3.2, 4.0)]), cores=1)
-    assert "did not follow" in apart and "moved with" not in apart
-
-
-def _step(name, rate, busy, jitter=None):
-    extra = {"pool_size": 64, "postgres_cpu_utilization": busy}
-    if jitter is not None:
-        extra["query_jitter"] = jitter
-    return {"name": name, "requests_per_sec": rate, "extra": extra}
-
-
-def test_wide_jitter_line_says_the_core_idles_less_only_when_it_does():
-    varied = _step("pool=64", 250.0, 0.85)
-    busier = _wide_jitter_line(_step("wide-jitter-pool=64", 280.0, 0.94, 1.0), varied, 0.5)
-    assert "±100%" in busier and "against 250 with ±50% (112% of it)" in busier
-    assert "94% busy, against 85%" in busier and "idles less" in busier
-    same = _wide_jitter_line(_step("wide-jitter-pool=64", 252.0, 0.86, 1.0), varied, 0.5)
-    assert "no clear difference" in same and "idles less" not in same
+    together = REPORT.facts(_calibrated([(3.0, 3.2), (3.5, 3.7), (3.9, 4.2), (3.2, 3.4)]), LAB)
+    assert together["d_wall_correlation"] > 0.9
+    apart = REPORT.facts(_calibrated([(3.0, 4.2), (3.5, 3.2), (3.9, 3.3), (3.2, 4.0)]), LAB)
+    assert apart["d_wall_correlation"] < 0
 
 
 def test_lockstep_waits_are_predicted_from_the_convoy_up_to_smooth_queueing():

@@ -1,5 +1,6 @@
-"""Lab 03's report: goodput where responses were not 2xx, one fraction per step for the plateau,
-the spread of the database bound's calibrated parts, and HikariCP's number against the corner.
+"""Lab 03's report: goodput where responses were not 2xx, the sweep's facts (its calibration, HikariCP's
+number against the corner, the lockstep and wide-jitter steps against their pools), and the spread of
+the database bound's calibrated parts.
 Made-up results only: no run needed."""
 
 import pytest
@@ -57,30 +58,35 @@ def _sweep(*steps):
             "variants": list(steps)}
 
 
-def test_plateau_is_one_number_the_tables_measured_over_predicted():
-    sweep = _sweep(_sweep_step(4, 44.0, "threads", 0.92), _sweep_step(32, 283.0, "database CPU", 0.81),
-                   _sweep_step(64, 285.0, "database CPU", 0.82))
-    text = report.sweep_summary(sweep)
-    plateau = next(line for line in text.splitlines() if "the measurements reached" in line)
-    assert "0.81 of the prediction at pool=32" in plateau and "0.82 of the prediction at pool=64" in plateau
-    assert "pool=4" not in plateau and "%" not in plateau.split("(")[0]
-    assert "queueing" not in plateau  # these steps have no prediction below their bound
-    # A step predicted below its bound (queueing at the corner): the line says what the prediction is.
-    corner = _sweep_step(32, 283.0, "database CPU", 0.81)
-    corner["predicted_requests_per_sec"] = corner["bounds"]["database CPU"] * 0.9
-    corner["extra"]["queueing"] = {"in_service": 32, "wait_ms": 80.2, "at": "database CPU", "cpu_ms": 2.86,
-                                   "cores": 1, "requests_per_sec": corner["predicted_requests_per_sec"]}
-    text = report.sweep_summary(_sweep(_sweep_step(4, 44.0, "threads", 0.92), corner))
-    assert "less what queueing for that core costs near the corner" in text
-
-
-def test_hikari_line_names_its_number_and_the_steps_nearest_it_and_the_corner():
+def test_the_sweeps_facts_are_its_calibration_its_prediction_and_hikaris_number_against_the_corner():
     sweep = _sweep(_sweep_step(2, 24.0, "threads", 0.99), _sweep_step(4, 44.0, "threads", 0.92),
                    _sweep_step(32, 283.0, "database CPU", 0.81))
-    line = report._hikari_line(report._sweep_model(sweep), sweep["variants"])[0]
-    # 1 core: 1 x 2 (+ 1 with a disk); 1000/2.8 queries a second x 83 ms = about 30 connections.
-    assert "is 2 connections" in line and "(3 with one disk)" in line and "about 30" in line
-    assert "pool=2, served 24" in line and "pool=32, served 283" in line
+    facts = report.facts(sweep, LAB)
+    # 1 core, 2.8 ms a query: 357 queries a second; x 83 ms = about 30 connections, the pool of 32.
+    assert facts["limit_per_s"] == pytest.approx(1000 / 2.8, abs=0.01)
+    assert facts["corner"] == pytest.approx(1000 / 2.8 * 0.083, abs=0.01) and facts["corner_pool"] == 32
+    # HikariCP's number for 1 core: 2 connections, the pool of 2, which served 24 of the corner's 283.
+    assert (facts["hikari_connections"], facts["hikari_pool"]) == (2, 2)
+    assert facts["corner_over_hikari"] == pytest.approx(283 / 24, abs=0.001)
+    assert facts["best_pool"] == 32 and facts["hold_ms"] == 83.0 and facts["wait_ms"] == 80
+    table = report.sweep_facts_table(sweep)
+    assert "| the step nearest HikariCP's number | `pool=2` |" in table
+    assert "| the corner, *N*\\* = *k* × *h* ÷ *d* | about 30 connections |" in table
+    assert len(table.splitlines()) == 2 + len(facts)
+
+
+def test_lockstep_and_wide_jitter_are_shares_of_the_step_of_their_size():
+    lockstep = {**_sweep_step(32, 200.0, "database CPU", 1.0), "name": "lockstep-pool=32"}
+    wide = {**_sweep_step(64, 300.0, "database CPU", 0.9), "name": "wide-jitter-pool=64"}
+    sweep = _sweep(_sweep_step(32, 250.0, "threads", 0.92), _sweep_step(64, 280.0, "database CPU", 0.8),
+                   lockstep, wide)
+    facts = report.facts(sweep, LAB)
+    assert facts["lockstep_share"] == pytest.approx(0.8)
+    assert facts["wide_jitter_share"] == pytest.approx(300 / 280, abs=1e-4)
+    assert "| requests/s of `lockstep-pool=32` (every wait exactly *w*) ÷ `pool=32` | 80% |" in \
+        report.sweep_facts_table(sweep)
+    # The four set-ups alone, no sweep: nothing for a claim to read.
+    assert report.facts(_sweep(_variant("database-dispatcher", 200.0)), LAB) == {}
 
 
 def test_bound_spread_names_both_parts_and_the_bounds_range():

@@ -1,5 +1,6 @@
-"""Fast tests of lab 04's report: which load tool the costs come from, and the sentences the
-chapter includes that compare set-ups (generated/lab04-why-facts.md)."""
+"""Fast tests of lab 04's report: which load tool the costs come from, the facts table the chapter
+includes (generated/lab04-why-facts.md) and the facts its claims read (facts()), the JVM's threads,
+and the two modes side by side."""
 
 from __future__ import annotations
 
@@ -57,51 +58,78 @@ def test_one_tool_for_every_row_even_where_the_other_pushed_that_row_harder():
         in analysis["verdict"].lower()
     headers = [header for header, _, _ in REPORT.table_columns(results)]
     assert "cost µs/req vs none (wrk)" in headers and "CPU cost µs/req vs none (wrk)" in headers
-    assert "used for every set-up" in REPORT.limit_sentence(analysis)
+    facts = REPORT.facts(results, None)
+    assert facts["reference_tool"] == "wrk" and facts["plain_x10_us"] == pytest.approx(72.0)
 
 
 def test_a_run_with_ab_only_says_so_once():
-    analysis = REPORT.analyse(_results())
+    results = _results()
+    analysis = REPORT.analyse(results)
     assert analysis["reference_tool"] == "ab"
     assert analysis["verdict"].endswith("Every cost is computed from ab, the only load tool this run used.")
-    assert "the only load tool this run used" in REPORT.limit_sentence(analysis)
+    assert REPORT.facts(results, None)["reference_tool"] == "ab"
 
 
-def test_the_write_up_is_compared_with_one_filter_not_with_the_fitted_slope():
-    analysis = REPORT.analyse(_results())
-    n = REPORT.why_numbers(analysis)
-    text = REPORT.then_and_now_sentence(analysis, n)
-    # plain-x1 costs 1 µs: eight times less than the write-up's 8 µs. The slope (over 1 and 10) is
-    # another figure, named as such.
-    assert "(`plain-x1`) added 1.0 µs" in text and "about 8 times less" in text
-    slope = analysis["per_filter"]["plain"]["slope_us"]
-    assert f"The fitted slope, {slope:.1f} µs per `Filter`, answers another question" in text
-    assert "chains of 1 and 10 filters" in text
+# -- the facts the chapter's claims read (lab04.facts.NAME) --------------------------
 
-
-def test_one_filter_within_the_noise_is_not_called_smaller_than_the_write_up():
-    results = _results(overrides={"plain-x1": {"ab": 20.0001}})
-    # Spread the baseline's runs: 19.5-20.5 µs, a noise of 1 µs.
-    results["variants"][0]["extra"]["runs"] = [_run("ab", _rate(us)) for us in (19.5, 20, 20.5)]
+def test_every_row_of_the_facts_table_is_a_fact():
+    results = _results()
     analysis = REPORT.analyse(results)
-    text = REPORT.then_and_now_sentence(analysis, REPORT.why_numbers(analysis))
-    assert "too little for this run to tell from zero" in text and "times less" not in text
+    n = REPORT.why_numbers(analysis)
+    table = REPORT.facts_table(analysis, n)
+    facts = REPORT.facts(results, None)
+    rows = REPORT.why_rows(analysis, n)
+    assert len(table.splitlines()) == 2 + len(rows)
+    for label, name, us, cpu in rows:
+        assert label in table and facts[f"{name}_us"] == pytest.approx(us, abs=0.01)
+        assert cpu is None or facts[f"{name}_cpu_us"] == pytest.approx(cpu, abs=0.01)
+    # The baseline is 20 µs; the write-up's set-up, plain-x1, costs 1 µs; ten Filters 70 µs, 7 µs each.
+    assert facts["baseline_us"] == pytest.approx(20.0)
+    assert facts["plain_x1_us"] == pytest.approx(1.0) and facts["plain_x10_us"] == pytest.approx(70.0)
+    assert facts["plain_x10_per_filter_us"] == pytest.approx(7.0)
+    # The slope through the origin over 1 and 10: (1 x 1 + 10 x 70) / (1 + 100).
+    assert facts["scala_filter_us"] == pytest.approx(701 / 101, abs=0.01)
+    assert facts["baseline_limit"] == "server CPU"
 
 
-def test_without_plain_x1_there_is_no_comparison_with_the_write_up():
+def test_the_noise_is_the_baselines_own_spread():
+    results = _results(overrides={"plain-x1": {"ab": 20.0001}})
+    # Spread the baseline's runs: 19.5-20.5 µs, a noise of 1 µs; plain-x1 costs nothing within it.
+    results["variants"][0]["extra"]["runs"] = [_run("ab", _rate(us)) for us in (19.5, 20, 20.5)]
+    facts = REPORT.facts(results, None)
+    assert facts["noise_us"] == pytest.approx(1.0)
+    assert abs(facts["plain_x1_us"]) < facts["noise_us"]
+
+
+def test_a_set_up_the_run_did_not_measure_has_no_row_and_no_fact():
     results = _results()
     results["variants"] = [v for v in results["variants"] if v["name"] != "plain-x1"]
     analysis = REPORT.analyse(results)
-    assert "cannot be compared" in REPORT.then_and_now_sentence(analysis, REPORT.why_numbers(analysis))
+    facts = REPORT.facts(results, None)
+    assert "plain_x1_us" not in facts and "timing_own_filter_us" not in facts
+    assert "`plain-x1`" not in REPORT.facts_table(analysis, REPORT.why_numbers(analysis))
 
 
 def test_the_timing_filter_is_compared_with_the_no_op_filter_of_its_kind():
-    results = _results()
-    analysis = REPORT.analyse(results)
-    text = REPORT.timing_sentence(results, analysis, REPORT.why_numbers(analysis))
+    facts = REPORT.facts(_results(), None)
     # logging-plain 4 µs against plain-x1's 1 µs; logging-essential 1 µs against essential-x1's 0.5 µs.
-    assert "+3.0 µs (+3.0 µs of CPU) as a `Filter`, against `plain-x1`" in text
-    assert "+0.5 µs (+0.5 µs of CPU) as an `EssentialFilter`, against `essential-x1`" in text
+    assert facts["timing_own_filter_us"] == pytest.approx(3.0)
+    assert facts["timing_own_filter_cpu_us"] == pytest.approx(3.0)
+    assert facts["timing_own_essential_filter_us"] == pytest.approx(0.5)
+
+
+def test_the_jvm_threads_are_the_most_over_each_set_ups_first_run():
+    results = _results()
+    results["variants"][0]["timeline"] = {"jvm_threads": [20, 23, None]}  # none
+    for name, counts in (("java-plain-x1", [40, 69]), ("java-plain-x10", [68]), ("java-essential-x10", [23])):
+        setup, length = name.rsplit("-x", 1)
+        results["variants"].append({**_variant(name, setup, int(length), {"ab": _rate(20)}),
+                                    "timeline": {"jvm_threads": counts}})
+    assert "| `java-plain-x1` | 69 |" in REPORT.threads_table(results)
+    facts = REPORT.facts(results, None)
+    assert (facts["threads_none"], facts["threads_java_plain_x1"], facts["threads_java_essential_x10"]) == (23, 69, 23)
+    del results["variants"][-1]["timeline"]
+    assert "no timeline" in REPORT.threads_table(results)
 
 
 # -- the default mode against --thorough ------------------------------------------
@@ -121,16 +149,22 @@ def test_the_modes_compare_ab_costs_against_each_runs_own_baseline():
     text = REPORT.modes_text(_results(), _thorough(shifted))
     assert "| plain-x10 | 11,111 | +70.0 | 10,526 | +70.0 | +0.0 | 1.00 |" in text
     assert "| plain-x1 | 47,619 | +1.0 | 38,462 | +1.0 | +0.0 | – |" in text  # too small for a ratio
-    assert "the one server's is 1.00–1.00 times the fresh servers'" in text
-    assert "differ by 0.0 µs per request at the median and 0.0 µs at most" in text
-    assert "rank `plain-x10` > `essential-x10` in both" in text
+    assert "| one server ÷ fresh, where both costs are 10 µs or more | 1.00–1.00 |" in text
+    assert "the median over the set-ups | 0.0 µs |" in text and "the most | 0.0 µs |" in text
+    assert "on the one server | `plain-x10` > `essential-x10` |" in text
+    assert "| the same on fresh servers | `plain-x10` > `essential-x10` |" in text
+    facts = REPORT.modes_comparison(_results(), _thorough(shifted))["facts"]
+    assert facts["ranking"] == facts["fresh_ranking"] == "plain-x10 > essential-x10"
+    assert facts["ratio_min"] == facts["ratio_max"] == pytest.approx(1.0)
 
 
 def test_a_different_ranking_on_fresh_servers_is_said():
     text = REPORT.modes_text(_results(), _thorough({"essential-x10": {"ab": 100}}))
-    assert "on the one server, but `essential-x10` > `plain-x10` on fresh servers" in text
-    assert "79.0 µs at most" in text  # 1 µs on the one server, 80 on fresh ones
+    assert "| the same on fresh servers | `essential-x10` > `plain-x10` |" in text
+    assert "the most | 79.0 µs |" in text  # 1 µs on the one server, 80 on fresh ones
 
 
 def test_without_a_thorough_run_there_is_no_comparison():
     assert "No `--thorough` run is committed" in REPORT.modes_text(_results(), None)
+    assert REPORT.modes_comparison(_results(), None) is None
+    assert not any(name.startswith("modes_") for name in REPORT.facts(_results(), None))
