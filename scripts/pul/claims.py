@@ -26,9 +26,10 @@ over numbers, strings, + - * /, unary minus, min/max/abs, and names:
     labNN.facts.F            what the lab's report computes of the run besides (report.py's
                              facts(results, lab): a fitted slope, a share), where it has one
 
-Where latest.json is not the committed run (a reader's own run replaced it, and git says the file
-differs from HEAD's), a false claim is a note, not a failure: the prose was written for the
-committed run, and a reader learns where theirs differs from it.
+Where a lab's results are not the committed ones (a reader's own run replaced them: git says the
+lab's results/ folder differs from HEAD's; a report may read more runs there than latest.json, lab
+04's --thorough one), a false claim is a note, not a failure: the prose was written for the
+committed runs, and a reader learns where theirs differ from them.
 """
 
 from __future__ import annotations
@@ -197,13 +198,16 @@ def _holds(tree: ast.expr, labs: dict[str, Facts]) -> tuple[bool, list[str]]:
 
 
 def committed(results: Path) -> bool:
-    """Whether the file is the committed run: git has it unchanged (True outside a checkout)."""
+    """Whether the file or folder holds the committed runs: git has it unchanged (True outside a
+    checkout)."""
     try:
-        done = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", str(results)], cwd=REPO,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+        # Changed, deleted and new files alike (a run replaces the files of the one before it).
+        done = subprocess.run(["git", "status", "--porcelain", "--", str(results)],
+                              cwd=results if results.is_dir() else results.parent,
+                              capture_output=True, text=True, timeout=30)
     except (FileNotFoundError, subprocess.TimeoutExpired):
         return True
-    return done.returncode != 1
+    return done.returncode != 0 or not done.stdout.strip()
 
 
 @dataclass(frozen=True)
@@ -217,7 +221,7 @@ class Verdict:
 
 def check(runs: dict[str, tuple], claims: list[Claim], only: set[str] | None = None) -> list[Verdict]:
     """Each claim (of the labs in `only`, if given) evaluated against `runs`: {lab number: (its
-    latest.json, its data[, what its report computes of it])}."""
+    results folder or latest.json, its data[, what its report computes of it])}."""
     labs = {number: lab_facts(number, run[1], run[2] if len(run) > 2 else None) for number, run in runs.items()}
     own = {number for number, run in runs.items() if not committed(run[0])}
     verdicts = []
@@ -237,11 +241,12 @@ def check(runs: dict[str, tuple], claims: list[Claim], only: set[str] | None = N
 
 
 def committed_runs(labs) -> dict[str, tuple[Path, dict, dict]]:
-    """Each lab's results/latest.json, and what its report computes of it, for the labs that have one."""
+    """For each lab with a results/latest.json: its results folder (whose state git tells), the run,
+    and what its report computes of it (which may read the folder's other runs)."""
     runs = {}
     for lab in labs:
         path = lab.dir / "results" / "latest.json"
         if path.exists():
             data = load(path)
-            runs[lab.number] = (path, data, lab.facts(data))
+            runs[lab.number] = (path.parent, data, lab.facts(data))
     return runs

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,24 @@ def test_a_doctored_run_that_flips_a_claim_fails_report_check(tmp_path, monkeypa
     monkeypatch.setattr(claims, "committed", lambda _path: False)
     assert cli.main(["report", "--check", "02"]) == 0
     assert "note: book/src/ch02-java-async.md:" in capsys.readouterr().err
+
+
+def test_a_labs_results_are_its_own_once_any_file_in_them_differs_from_git(tmp_path):
+    # Lab 04's report reads its --thorough run beside latest.json: a reader's own run of either makes
+    # the lab's claims notes.
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    results = tmp_path / "results"
+    (results / "thorough").mkdir(parents=True)
+    (results / "latest.json").write_text("{}")
+    (results / "thorough" / "latest.json").write_text("{}")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "runs"], check=True)
+    assert claims.committed(results) and claims.committed(results / "latest.json")
+    (results / "thorough" / "latest.json").write_text('{"mine": 1}')
+    assert not claims.committed(results)
+    assert claims.committed(results / "latest.json")
+    # Outside a git checkout: the files are all there is.
+    outside = tmp_path.parent / f"{tmp_path.name}-copy"
+    outside.mkdir()
+    assert claims.committed(outside)
