@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from pul import model, report
+from pul.claims import key as claims_key
 from pul.probe import describe_tail, probe_p99
 from pul.results import _fmt, machine_line, markdown_table, predicted_cell
 
@@ -60,9 +61,9 @@ def render(results: dict, lab) -> dict[str, str]:
         artifacts["book/src/generated/lab03-sweep-facts.md"] = sweep_facts_table(sweep)
     if any(v.get("timeline") for v in variants["variants"]):
         artifacts["book/src/figures/lab03-timeline.svg"] = timeline_figure(variants)
-    spread = database_bound_spread(results)
+    spread = database_bound_table(results)
     artifacts["book/src/generated/lab03-bounds.md"] = (report.bounds_markdown(results)
-                                                       + (f"\n{spread}\n" if spread else ""))
+                                                       + (f"\n{spread}" if spread else ""))
     return artifacts
 
 
@@ -272,73 +273,127 @@ def sweep_facts_table(results: dict) -> str:
 
 def facts(results: dict, lab) -> dict:
     """What the chapter's claims read of a run (pul.claims: lab03.facts.NAME): every row of the sweep's
-    facts table, by its name in sweep_rows; nothing for a run without a sweep."""
-    _, sweep = split(results)
-    if not sweep["variants"]:
-        return {}
-    return {name: round(value, 4) if isinstance(value, float) else value
-            for _, name, value, _ in sweep_rows(sweep)}
+    facts table, by its name in sweep_rows (none for a run without a sweep), and the database CPU
+    bound's spread over the rows, as the table under the bounds has it (db_*,
+    database_bound_facts)."""
+    variants, sweep = split(results)
+    values = ({name: round(value, 4) if isinstance(value, float) else value
+               for _, name, value, _ in sweep_rows(sweep)} if sweep["variants"] else {})
+    return {**values, **database_bound_facts(results), **timeline_facts(variants)}
 
 
-def database_bound_spread(results: dict) -> str:
-    """Why the database CPU bound differs from row to row. Runs whose calibration measured the
-    database's shared core (load_cores_cpu_ms) have the bound k / s from it; older runs have
-    k / (PostgreSQL's CPU per query + ab's CPU per request). Empty when no two rows have that bound."""
-    shared = _database_bound_rows(results, "load_cores_cpu_ms")
-    if len(shared) >= 2:
-        return _shared_core_spread(shared)
-    rows = _database_bound_rows(results, "load_cpu_ms")
-    if len(rows) < 2:
-        return ""
-    postgres = sorted({v["extra"]["database_on_load_cores"]["cpu_ms"] for v in rows})
-    load = [v["calibration"]["load_cpu_ms"] for v in rows]
-    bounds = [v["bounds"][model.DATABASE_CPU] for v in rows]
-    cores = rows[0]["extra"]["database_on_load_cores"]["cores"]
-    text = (f"- **Why the database CPU bound differs from row to row**: it is {cores:g} core / (PostgreSQL's CPU "
-            "per query + ab's CPU per request), and both parts are calibrated. PostgreSQL's part comes from each "
-            "server's calibration at start-up ("
-            + (f"{postgres[0]:.2f} ms" if len(postgres) == 1 else
-               f"{len(postgres)} calibrations, {postgres[0]:.2f} to {postgres[-1]:.2f} ms")
-            + f"), ab's from the round just before each step ({min(load):.3f} to {max(load):.3f} ms). "
-            f"So the bound ranged from {min(bounds):,.0f} to {max(bounds):,.0f} req/s, "
-            f"±{(max(bounds) - min(bounds)) / (max(bounds) + min(bounds)):.1%} around its middle.")
-    rounds = [(r["complete"], r["complete"] * r["load_cpu_ms"]) for v in rows
-              for r in (v.get("warmup") or {}).get("rounds", []) if r.get("complete") and r.get("load_cpu_ms")]
-    sizes = sorted({n for n, _ in rounds})
-    if len(sizes) >= 2:
-        small = statistics.median(cpu for n, cpu in rounds if n == sizes[0])
-        large = statistics.median(cpu for n, cpu in rounds if n == sizes[-1])
-        if small > 0 and large / small < (sizes[-1] / sizes[0]) / 2:
-            text += (f" ab's CPU per round grew far less than the round's requests ({small:.0f} ms for "
-                     f"{sizes[0]:,} requests, {large:.0f} ms for {sizes[-1]:,}, at the median): most of it does not "
-                     "depend on the number of requests, so its CPU per request is largest in the short rounds "
-                     "of the slow steps.")
-    return text
+# What the chapter reads of each of the four set-ups' timelines: (pool, measure, the fact's name).
+TIMELINE_FACTS = [(report.OWN_POOL, "busy", "busy"), (report.OWN_POOL, "queued", "queued"),
+                  ("connections", "active", "connections"), ("connections", "awaiting", "awaiting")]
 
+
+def timeline_facts(results: dict) -> dict:
+    """The median over each variant's timeline samples of its own dispatcher's busy threads and queued
+    tasks, of the connections in use and of the threads awaiting one: busy_median_VARIANT,
+    queued_median_VARIANT, connections_median_VARIANT, awaiting_median_VARIANT (the timeline figure
+    draws them; the summary's notes give the busy threads' share)."""
+    found = {}
+    for v in results["variants"]:
+        pools = (v.get("timeline") or {}).get("pools") or {}
+        for pool, measure, name in TIMELINE_FACTS:
+            values = [x for x in (pools.get(v.get("pool") if pool == report.OWN_POOL else pool) or {}).get(measure, [])
+                      if x is not None]
+            if values:
+                found[f"{name}_median_{claims_key(v['name'])}"] = statistics.median(values)
+    return found
+
+
+# -- the database CPU bound, row by row ------------------------------------------------
+# The explanation is prose in the chapter (after Listing 3-12); the numbers it reads are this table,
+# under the bounds, and the facts db_* (facts()), so that its claims are checked against the run.
 
 def _database_bound_rows(results: dict, calibrated: str) -> list[dict]:
-    """The rows whose database CPU bound is the shared core's, with `calibrated` in their calibration."""
+    """The rows whose database CPU bound is the shared core's, with `calibrated` in their calibration
+    (the lockstep step aside: the convoy sets its prediction)."""
     return [v for v in results["variants"]
             if (v.get("extra") or {}).get("database_on_load_cores") and (v.get("bounds") or {}).get(model.DATABASE_CPU)
             and (v.get("calibration") or {}).get(calibrated) and not v["extra"].get(model.CONVOY)]
 
 
-def _shared_core_spread(rows: list[dict]) -> str:
-    """The bound k / s row by row: the spread of s, and d (timed alone) against what PostgreSQL spent."""
-    per_request = [v["calibration"]["load_cores_cpu_ms"] for v in rows]
-    bounds = [v["bounds"][model.DATABASE_CPU] for v in rows]
-    alone = sorted({v["extra"]["database_on_load_cores"]["cpu_ms"] for v in rows})
-    spent = [v["extra"]["postgres_cpu_ms_per_request"] for v in rows if v["extra"].get("postgres_cpu_ms_per_request")]
+def database_bound(results: dict) -> dict | None:
+    """Why the database CPU bound differs from row to row, as numbers: it is k / s, s calibrated just
+    before each step. Runs whose calibration measured the database's shared core
+    (load_cores_cpu_ms) have s from it: all that core spent per request; older runs have s =
+    PostgreSQL's CPU per query + ab's CPU per request. {"rows": [(what, the fact's name, least, its
+    row or None, most, its row or None, unit)], "rows_with_it": how many rows, "lockstep_aside": whether
+    a lockstep row was left out}; None when fewer than two rows have that bound."""
+    rows = _database_bound_rows(results, "load_cores_cpu_ms")
+    shared = len(rows) >= 2
+    if not shared:
+        rows = _database_bound_rows(results, "load_cpu_ms")
+        if len(rows) < 2:
+            return None
     cores = rows[0]["extra"]["database_on_load_cores"]["cores"]
-    text = (f"- **Why the database CPU bound differs from row to row**: it is {cores:g} core / s, where s is all "
-            "the CPU the database's core spent per request (PostgreSQL, ab, the driver) in the round just before "
-            f"each step, at that step's concurrency: {min(per_request):.2f} to {max(per_request):.2f} ms, so the bound "
-            f"ranged from {min(bounds):,.0f} to {max(bounds):,.0f} req/s. PostgreSQL's CPU per query timed alone at "
-            "each server's start (d) was "
-            + (f"{alone[0]:.2f} ms" if len(alone) == 1 else f"{alone[0]:.2f} to {alone[-1]:.2f} ms"))
-    if spent:
-        text += f"; during the measured runs PostgreSQL spent {min(spent):.2f} to {max(spent):.2f} ms per request"
-    return text + "."
+    per_row = {
+        "s_ms": {v["name"]: v["calibration"]["load_cores_cpu_ms"] if shared else
+                 v["extra"]["database_on_load_cores"]["cpu_ms"] + v["calibration"]["load_cpu_ms"] for v in rows},
+        "bound_per_s": {v["name"]: v["bounds"][model.DATABASE_CPU] for v in rows},
+        "binding_bound_per_s": {v["name"]: v["bounds"][model.DATABASE_CPU] for v in rows
+                                if v.get("bound_by") == model.DATABASE_CPU},
+        "rate_per_s": {v["name"]: v["requests_per_sec"] for v in rows},
+        "d_ms": {v["name"]: v["extra"]["database_on_load_cores"]["cpu_ms"] for v in rows},
+        "spent_ms": {v["name"]: v["extra"]["postgres_cpu_ms_per_request"] for v in rows
+                     if v["extra"].get("postgres_cpu_ms_per_request")},
+    }
+    if not shared:
+        per_row["ab_ms"] = {v["name"]: v["calibration"]["load_cpu_ms"] for v in rows}
+    s_what = ("*s*: all the CPU the database's core spent per request (PostgreSQL, `ab`, the driver), in the "
+              "round just before the step, at its concurrency" if shared else
+              "*s*: PostgreSQL's CPU per query, *d*, plus `ab`'s CPU per request in the round just before the step")
+    k = f"{cores:g} core{'' if cores == 1 else 's'}"
+    labels = [("s_ms", s_what, "ms", True),
+              ("bound_per_s", f"the bound, *k* ÷ *s*, with *k* = {k}", "req/s", True),
+              ("binding_bound_per_s", "the same, over the rows it binds", "req/s", True),
+              ("rate_per_s", "requests/s measured", "req/s", True),
+              ("d_ms", "*d*: PostgreSQL's CPU per query, timed alone at each server's start", "ms", False),
+              ("spent_ms", "PostgreSQL's CPU per request during the measured run", "ms", True),
+              ("ab_ms", "`ab`'s CPU per request, in the round just before the step", "ms", True)]
+    table = []
+    for name, what, unit, with_rows in labels:
+        values = per_row.get(name)
+        if not values:
+            continue
+        least, most = min(values, key=values.get), max(values, key=values.get)
+        table.append((what, name, values[least], least if with_rows else None, values[most],
+                      most if with_rows else None, unit))
+    return {"rows": table, "rows_with_it": len(rows),
+            "lockstep_aside": any((v.get("extra") or {}).get(model.CONVOY) for v in results["variants"])}
+
+
+def database_bound_table(results: dict) -> str:
+    """database_bound as a table, for under the bounds listing; empty when it has none."""
+    found = database_bound(results)
+    if found is None:
+        return ""
+    aside = "; the lockstep step aside" if found["lockstep_aside"] else ""
+
+    def value(x, unit):
+        return f"{x:,.0f} {unit}" if unit == "req/s" else f"{x:.2f} {unit}"
+
+    lines = [f"| the database CPU bound, over the {found['rows_with_it']} rows that have it{aside} "
+             "| least | its row | most | its row |", "|:---|---:|:---|---:|:---|"]
+    lines += [f"| {what} | {value(least, unit)} | {f'`{lrow}`' if lrow else '–'} | {value(most, unit)} | "
+              f"{f'`{mrow}`' if mrow else '–'} |" for what, _, least, lrow, most, mrow, unit in found["rows"]]
+    return "\n".join(lines) + "\n"
+
+
+def database_bound_facts(results: dict) -> dict:
+    """database_bound's rows as facts: db_NAME_least, db_NAME_most and, where the table names them,
+    db_NAME_least_row and db_NAME_most_row (a row's name); db_rows, how many rows have the bound."""
+    found = database_bound(results)
+    if found is None:
+        return {}
+    values = {"db_rows": found["rows_with_it"]}
+    for _, name, least, lrow, most, mrow, _ in found["rows"]:
+        values.update({f"db_{name}_least": round(least, 4), f"db_{name}_most": round(most, 4)})
+        if lrow:
+            values.update({f"db_{name}_least_row": lrow, f"db_{name}_most_row": mrow})
+    return values
 
 
 def sweep_figure(results: dict) -> str:

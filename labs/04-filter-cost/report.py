@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from pul import report
+from pul import profile, report
 from pul.results import _fmt, machine_line, markdown_table
 
 from .driver import (BASELINE, BASELINE_AGAIN, DEFAULT, KINDS, LOAD_SATURATED, NO_CSRF, SERVER_SATURATED,
@@ -130,6 +130,29 @@ PROFILE_COLUMNS = [
 ]
 
 
+# The facts' names of PROFILE_COLUMNS' shares, in the same order (profile_NAME_SETUP).
+PROFILE_COLUMN_FACTS = ["accumulator", "materializer", "actor", "thread_per_task", "own_thread"]
+
+
+def profile_facts(lab) -> dict:
+    """What the chapter reads of the committed --profile run's table, per PROFILED set-up: its server
+    CPU per request (profile_cpu_us_SETUP), its samples (profile_samples_SETUP) and each column's
+    share of them (profile_materializer_SETUP, ...). Empty without a profiled run."""
+    run = report.profiled_run(lab)
+    if run is None:
+        return {}
+    found = {}
+    for name in PROFILED:
+        v = report.profiled_variant(run, name)
+        stacks = report.profile_stacks(lab, v)
+        setup = _fact(name)
+        found[f"profile_cpu_us_{setup}"] = round(v["server_cpu_ms_per_request"] * 1000, 1)
+        found[f"profile_samples_{setup}"] = v["profile"]["samples"]
+        for fact, (_, match) in zip(PROFILE_COLUMN_FACTS, PROFILE_COLUMNS):
+            found[f"profile_{fact}_{setup}"] = round(profile.share_under(stacks, match), 4)
+    return found
+
+
 def profile_outputs(lab, main: dict) -> dict[str, str]:
     """The flame graphs and the table of the committed --profile run (results/profile)."""
     run = report.profiled_run(lab)
@@ -150,14 +173,35 @@ def profile_outputs(lab, main: dict) -> dict[str, str]:
 THOROUGH_DIR = "thorough"
 
 
+# The set-ups of the timeline figure: no filters, ten plain Filters, ten EssentialFilters.
+TIMELINE = ["none", "plain-x10", "essential-x10"]
+
+
 def timeline_figure(results: dict) -> str:
-    """No filters, ten plain Filters, ten EssentialFilters: the server's core and its default
-    dispatcher over each chain's first ab run."""
+    """TIMELINE's set-ups: the server's core and its default dispatcher over each chain's first ab run."""
     return report.timeline_svg(
-        results, ["none", "plain-x10", "essential-x10"],
+        results, TIMELINE,
         [("default", "busy", "default dispatcher: busy"), ("default", "threads", "default dispatcher: threads"),
          ("default", "queued", "default dispatcher: queued tasks")],
         "Lab 04: the default dispatcher and the core while each chain ran (the first ab run)")
+
+
+def timeline_facts(results: dict) -> dict:
+    """What the chapter reads of the timeline figure: the default dispatcher's size
+    (dispatcher_threads, as the server reported it) and, per TIMELINE set-up, the median over its
+    samples of the dispatcher's busy threads and queued tasks (busy_median_SETUP,
+    queued_median_SETUP). A set-up without a timeline has none."""
+    found = {}
+    size = ((results.get("pools") or {}).get("pools") or {}).get("default", {}).get("threads")
+    if size:
+        found["dispatcher_threads"] = size
+    for v in (v for v in results["variants"] if v["name"] in TIMELINE):
+        default = ((v.get("timeline") or {}).get("pools") or {}).get("default") or {}
+        for measure in ("busy", "queued"):
+            values = [x for x in default.get(measure, []) if x is not None]
+            if values:
+                found[f"{measure}_median_{_fact(v['name'])}"] = statistics.median(values)
+    return found
 
 
 def _ab_costs(results: dict) -> dict[str, tuple[float, float | None]]:
@@ -386,12 +430,10 @@ TIMING = [("logging-plain", "plain-x1", "a `Filter`", "timing_own_filter"),
 
 
 def why_text(results: dict, analysis: dict) -> str:
-    """The snippets the chapter includes from generated/lab04-why-facts.md, each between its
-    anchor markers: the facts table, and the default filters' sentence of ch04-play-defaults.md."""
-    n = why_numbers(analysis)
-    parts = {"facts": facts_table(analysis, n), "defaults": defaults_sentence(analysis, n)}
-    return "\n".join(f"<!-- ANCHOR: {name} -->\n{text.rstrip()}\n<!-- ANCHOR_END: {name} -->\n"
-                     for name, text in parts.items())
+    """generated/lab04-why-facts.md: the facts table, between the anchor markers the chapter includes
+    it by."""
+    table = facts_table(analysis, why_numbers(analysis)).rstrip()
+    return f"<!-- ANCHOR: facts -->\n{table}\n<!-- ANCHOR_END: facts -->\n"
 
 
 def why_numbers(analysis: dict) -> dict:
@@ -466,8 +508,10 @@ def facts(results: dict, lab) -> dict:
     """What the chapter's claims read of a run (pul.claims: lab04.facts.NAME): every row of the facts
     table (NAME_us, NAME_cpu_us), which tool the costs come from and what limited it on the
     baseline (as Listing 4-13 has it), how far the baseline's repeat came out from the first and
-    whether it drifted (baseline_drift), the JVM's threads (threads_SETUP, as threads_table), and
-    the default mode's costs against the committed --thorough run's (modes_*, as modes_text)."""
+    whether it drifted (baseline_drift), the JVM's threads (threads_SETUP, as threads_table), the
+    default mode's costs against the committed --thorough run's (modes_*, as modes_text), the
+    default dispatcher in the timeline figure (timeline_facts) and the committed --profile run's
+    table (profile_*, profile_facts)."""
     analysis = analyse(results)
     n = why_numbers(analysis)
     values = {}
@@ -487,24 +531,9 @@ def facts(results: dict, lab) -> dict:
     if compared:
         values.update({f"modes_{name}": round(value, 4) if isinstance(value, float) else value
                        for name, value in compared["facts"].items()})
+    values.update(timeline_facts(results))
+    values.update(profile_facts(lab))
     return values
-
-
-def defaults_sentence(analysis: dict, n: dict) -> str:
-    if not _has(analysis, "play-defaults"):
-        return "This run did not measure Play's default filters."
-    d = analysis["cost"]["play-defaults"]
-    text = (f"Together the three added {d['us']:.1f} µs per request ({d['cpu_cost_us']:.1f} µs of server CPU): "
-            f"{d['us'] / n['base_us']:.0%} on top of the {n['base_us']:.1f} µs a request with no filters takes"
-            + (" — more than the few microseconds the prediction expected." if d["us"] > 10 else "."))
-    if not _has(analysis, NO_CSRF):
-        return text
-    no_csrf = analysis["cost"][NO_CSRF]
-    csrf_us, csrf_cpu = _csrf_share(analysis)
-    small = " — within this run's noise, so read it as \"small\"." if abs(csrf_us) <= n["noise_us"] else "."
-    return text + (f" Without the CSRF filter, the other two added {no_csrf['us']:.1f} µs "
-                   f"({no_csrf['cpu_cost_us']:.1f} µs of CPU), so the CSRF filter's share was about {csrf_us:.1f} µs "
-                   f"({csrf_cpu:.1f} µs of CPU){small}")
 
 
 COLOURS = {"plain": "#d62728", "essential": "#1f77b4", "java-plain": "#ff9896", "java-essential": "#aec7e8"}

@@ -1,6 +1,6 @@
 """Lab 03's report: goodput where responses were not 2xx, the sweep's facts (its calibration, HikariCP's
 number against the corner, the lockstep and wide-jitter steps against their pools), and the spread of
-the database bound's calibrated parts.
+the database CPU bound's calibrated parts, row by row.
 Made-up results only: no run needed."""
 
 import pytest
@@ -72,7 +72,7 @@ def test_the_sweeps_facts_are_its_calibration_its_prediction_and_hikaris_number_
     table = report.sweep_facts_table(sweep)
     assert "| the step nearest HikariCP's number | `pool=2` |" in table
     assert "| the corner, *N*\\* = *k* × *h* ÷ *d* | about 30 connections |" in table
-    assert len(table.splitlines()) == 2 + len(facts)
+    assert len(table.splitlines()) == 2 + len([name for name in facts if not name.startswith("db_")])
 
 
 def test_lockstep_and_wide_jitter_are_shares_of_the_step_of_their_size():
@@ -89,36 +89,65 @@ def test_lockstep_and_wide_jitter_are_shares_of_the_step_of_their_size():
     assert report.facts(_sweep(_variant("database-dispatcher", 200.0)), LAB) == {}
 
 
-def test_bound_spread_names_both_parts_and_the_bounds_range():
-    rows = [_sweep_step(4, 44.0, "threads", 0.92, load_ms=0.14, rounds=[(75, 15.0)]),
-            _sweep_step(64, 285.0, "database CPU", 0.81, load_ms=0.056, postgres_ms=2.94, rounds=[(375, 22.0)])]
-    text = report.database_bound_spread({"variants": rows})
-    assert "2.80 to 2.94 ms" in text and "0.056 to 0.140 ms" in text
-    low, high = 1000 / (2.94 + 0.056), 1000 / (2.8 + 0.14)
-    assert f"from {min(low, high):,.0f} to {max(low, high):,.0f} req/s" in text
-    # ab's CPU per round grew 1.5x for 5x the requests: the short rounds weigh most per request.
-    assert "grew far less" in text
+def test_the_bound_from_older_calibrations_is_d_plus_abs_cpu_and_its_parts_are_facts():
+    rows = [_sweep_step(4, 44.0, "threads", 0.92, load_ms=0.14),
+            _sweep_step(64, 285.0, "database CPU", 0.81, load_ms=0.056, postgres_ms=2.94)]
+    facts = report.database_bound_facts({"variants": rows})
+    # s = d + ab's CPU per request: 2.80 + 0.14 and 2.94 + 0.056.
+    assert facts["db_s_ms_least"] == pytest.approx(2.94) and facts["db_s_ms_least_row"] == "pool=4"
+    assert facts["db_s_ms_most"] == pytest.approx(2.996) and facts["db_s_ms_most_row"] == "pool=64"
+    assert (facts["db_ab_ms_least"], facts["db_ab_ms_most"]) == (0.056, 0.14)
+    assert (facts["db_d_ms_least"], facts["db_d_ms_most"]) == (2.8, 2.94) and "db_d_ms_least_row" not in facts
+    table = report.database_bound_table({"variants": rows})
+    assert "| `ab`'s CPU per request, in the round just before the step | 0.06 ms | `pool=64` | 0.14 ms | `pool=4` |" \
+        in table
+    assert f"| {1000 / (2.94 + 0.056):,.0f} req/s | `pool=64` |" in table
 
 
-def test_bound_spread_says_nothing_about_round_sizes_when_ab_scaled_with_them():
-    rows = [_sweep_step(4, 44.0, "threads", 0.92, rounds=[(75, 5.0)]),
-            _sweep_step(64, 285.0, "database CPU", 0.81, rounds=[(375, 25.0)])]
-    text = report.database_bound_spread({"variants": rows})
-    assert text and "grew far less" not in text
-    assert "(2.80 ms)" in text  # one calibration
+def test_the_bound_needs_two_rows_with_it():
+    rows = {"variants": [_sweep_step(4, 44.0, "threads", 0.92)]}
+    assert report.database_bound_table(rows) == "" and report.database_bound_facts(rows) == {}
 
 
-def test_bound_spread_needs_two_rows_with_that_bound():
-    assert report.database_bound_spread({"variants": [_sweep_step(4, 44.0, "threads", 0.92)]}) == ""
-
-
-def test_bound_spread_from_the_shared_core_sets_d_beside_what_postgresql_spent():
-    rows = [_sweep_step(4, 44.0, "threads", 0.92), _sweep_step(64, 285.0, "database CPU", 0.81)]
-    for row, shared_ms, spent_ms in zip(rows, (5.1, 3.9), (4.3, 3.1)):
+def test_the_bound_from_the_shared_core_sets_d_beside_what_postgresql_spent():
+    rows = [_sweep_step(4, 44.0, "threads", 0.92), _sweep_step(64, 285.0, "database CPU", 0.81),
+            {**_sweep_step(32, 200.0, "database CPU", 1.0), "name": "lockstep-pool=32"}]
+    rows[2]["extra"]["convoy"] = {"in_service": 32}
+    for row, shared_ms, spent_ms in zip(rows, (5.1, 3.9, 3.0), (4.3, 3.1, 2.0)):
         row["calibration"]["load_cores_cpu_ms"] = shared_ms
         row["bounds"]["database CPU"] = round(1000 / shared_ms, 1)
         row["extra"]["postgres_cpu_ms_per_request"] = spent_ms
-    text = report.database_bound_spread({"variants": rows})
-    assert "1 core / s" in text and "3.90 to 5.10 ms" in text
-    assert f"from {1000 / 5.1:,.0f} to {1000 / 3.9:,.0f} req/s" in text
-    assert "(d) was 2.80 ms" in text and "3.10 to 4.30 ms per request" in text
+    results = _sweep(*rows)
+    facts = report.facts(results, LAB)
+    # The lockstep step has its own prediction: it is left out.
+    assert facts["db_rows"] == 2
+    assert (facts["db_s_ms_least"], facts["db_s_ms_most"], facts["db_s_ms_most_row"]) == (3.9, 5.1, "pool=4")
+    assert (facts["db_rate_per_s_least_row"], facts["db_rate_per_s_least"]) == ("pool=4", 44.0)
+    assert facts["db_bound_per_s_least"] == round(1000 / 5.1, 1) and facts["db_bound_per_s_most_row"] == "pool=64"
+    # Only pool=64 is bound by it.
+    assert facts["db_binding_bound_per_s_least"] == facts["db_binding_bound_per_s_most"] == round(1000 / 3.9, 1)
+    assert (facts["db_spent_ms_least"], facts["db_spent_ms_most"]) == (3.1, 4.3)
+    assert facts["db_d_ms_least"] == facts["db_d_ms_most"] == 2.8
+    table = report.database_bound_table(results)
+    assert "over the 2 rows that have it; the lockstep step aside" in table
+    assert "| *s*: all the CPU the database's core spent per request" in table and "| 3.90 ms | `pool=64` |" in table
+    assert "| PostgreSQL's CPU per request during the measured run | 3.10 ms | `pool=64` | 4.30 ms | `pool=4` |" \
+        in table
+    assert "`ab`'s CPU" not in table
+
+
+def test_the_timeline_facts_are_medians_of_each_set_ups_own_pool_and_of_the_connections():
+    def timeline(own, busy, queued, active, awaiting):
+        return {"pools": {"default": {"busy": [1, 1, 1]}, own: {"busy": busy, "queued": queued},
+                          "connections": {"active": active, "awaiting": awaiting}}}
+
+    default = _variant("default-dispatcher", 90.0, pool="default",
+                       timeline=timeline("default", [8, 8, 7, None], [70, 72, 80], [8, 8, 8], [0, 0, 1]))
+    oversized = _variant("oversized-dispatcher", 240.0, pool="database-64",
+                         timeline=timeline("database-64", [64, 63, 64], [0, 0, 0], [20, 20, 19], [44, 43, 44]))
+    facts = report.facts(_sweep(default, oversized, _variant("no-timeline", 1.0)), LAB)
+    assert (facts["busy_median_default_dispatcher"], facts["queued_median_default_dispatcher"]) == (8, 72)
+    assert (facts["connections_median_default_dispatcher"], facts["awaiting_median_default_dispatcher"]) == (8, 0)
+    # Its own pool, not the default dispatcher the timeline also samples.
+    assert facts["busy_median_oversized_dispatcher"] == 64 and facts["awaiting_median_oversized_dispatcher"] == 44
+    assert not any(name.endswith("no_timeline") for name in facts)

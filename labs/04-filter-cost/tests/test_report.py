@@ -168,3 +168,52 @@ def test_without_a_thorough_run_there_is_no_comparison():
     assert "No `--thorough` run is committed" in REPORT.modes_text(_results(), None)
     assert REPORT.modes_comparison(_results(), None) is None
     assert not any(name.startswith("modes_") for name in REPORT.facts(_results(), None))
+
+
+# -- the timeline figure and the --profile run, as facts ---------------------------------
+
+def test_the_timeline_facts_are_the_default_dispatchers_medians_per_set_up():
+    results = _results()
+    results["pools"] = {"pools": {"default": {"threads": 8}}}
+    samples = {"none": ([2, 1, 3, None], [0, 0, 50]), "plain-x10": ([8, 8, 7], [40, 10, 900, None]),
+               "essential-x10": ([3, 2, 8], [0, 0, 12]), "plain-x1": ([8, 8, 8], [5, 5, 5])}
+    for v in results["variants"]:
+        if v["name"] in samples:
+            busy, queued = samples[v["name"]]
+            v["timeline"] = {"pools": {"default": {"busy": busy, "queued": queued, "threads": [8] * len(busy)}}}
+    facts = REPORT.facts(results, None)
+    assert facts["dispatcher_threads"] == 8
+    assert (facts["busy_median_none"], facts["queued_median_none"]) == (2, 0)
+    assert (facts["busy_median_plain_x10"], facts["queued_median_plain_x10"]) == (8, 40)
+    assert (facts["busy_median_essential_x10"], facts["queued_median_essential_x10"]) == (3, 0)
+    # Only the set-ups of the timeline figure.
+    assert "busy_median_plain_x1" not in facts
+    del results["pools"]
+    assert "dispatcher_threads" not in REPORT.facts(results, None)
+
+
+class _Lab:
+    def __init__(self, folder):
+        self.dir = folder
+
+
+def test_the_profile_facts_are_the_profiled_runs_table(tmp_path, monkeypatch):
+    from pul import profile
+
+    variants = []
+    stacks = {"plain-x1": {"pool;play/api/libs/streams/FlattenedAccumulator.run": 1, "pool;other": 3},
+              "java-plain-x1": {"pool;[Thread-N];x": 1, "pool;other": 1}}
+    for name in REPORT.PROFILED:
+        folded = profile.Folded(2, stacks.get(name, {"pool;other": 4}))
+        profile.write(folded, tmp_path / "results" / "profile" / f"{name}.folded.gz")
+        variants.append({"name": name, "server_cpu_ms_per_request": 0.146 if name == "java-plain-x1" else 0.018,
+                         "profile": {"samples": folded.samples, "file": f"{name}.folded.gz"}})
+    monkeypatch.setattr(REPORT.report, "profiled_run",
+                        lambda lab: {"variants": variants} if lab.dir == tmp_path else None)
+    facts = REPORT.facts(_results(), _Lab(tmp_path))
+    assert facts["profile_cpu_us_java_plain_x1"] == 146 and facts["profile_cpu_us_plain_x1"] == 18
+    assert facts["profile_samples_java_plain_x1"] == 2 and facts["profile_samples_none"] == 4
+    assert facts["profile_accumulator_plain_x1"] == 0.25 and facts["profile_materializer_plain_x1"] == 0
+    assert facts["profile_own_thread_java_plain_x1"] == 0.5
+    # No profiled run: no profile facts.
+    assert not any(name.startswith("profile_") for name in REPORT.facts(_results(), _Lab(tmp_path / "none")))
