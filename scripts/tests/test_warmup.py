@@ -332,6 +332,19 @@ def test_a_settled_warm_up_calibrates_from_its_last_round(monkeypatch):
     assert asked == [] and found["server_cpu_ms"] == 0.83 and "recalibrated" not in found
 
 
+def test_a_warm_up_settled_far_from_the_core_with_one_pinned_round_calibrates_with_its_own(monkeypatch):
+    # Lab 03's two rounds: the first with the compiler roaming, the second pinned and agreeing. One
+    # pinned round is too few for the least-of-two bounds: a round of the calibration's own follows.
+    roamed = {**UNSETTLED["rounds"][0], "compiler_roamed": True}
+    far = {"settled": True, "far_from_the_core": True, "rounds": [roamed, UNSETTLED["rounds"][0]]}
+    found, asked = _recalibrate(monkeypatch, [0.5], far)
+    assert asked == [0.5] and found["server_cpu_ms"] == 0.5
+    # With two pinned rounds (lab 01's blocking action settled at its third), none is needed.
+    two = {**far, "rounds": [roamed, UNSETTLED["rounds"][0], UNSETTLED["rounds"][0]]}
+    found, asked = _recalibrate(monkeypatch, [0.5], two)
+    assert asked == [] and found["server_cpu_ms"] == 0.83
+
+
 def test_an_unsettled_warm_up_whose_cpu_had_settled_is_not_calibrated_again(monkeypatch):
     # The rate or the compiler kept it going, but its last two rounds agree on the CPU per request.
     warmup = {"settled": False, "rounds": [{**UNSETTLED["rounds"][0], "server_cpu_ms": 0.84}, UNSETTLED["rounds"][0]]}
@@ -398,7 +411,7 @@ def test_far_from_the_core_two_agreeing_rounds_settle_while_the_jit_compiles(mon
     step = _step(warmup_jit_quiet=0.10, warmup_max_rounds=8)
     result = _warm_up(monkeypatch, [200, 230, 240, 9999], step, server, cpu_seconds=0.4, jit_cpu_seconds=0.0,
                       pin=ONE_CORE)
-    assert result["settled"]
+    assert result["settled"] and result["far_from_the_core"]
     assert [r["requests_per_sec"] for r in result["rounds"]] == [200, 230, 240]
     assert [r["core_share"] for r in result["rounds"]] == [0.2, 0.2, 0.2]
     # The first round, far from the core, pins the compiler back at once: no round after it roams.
