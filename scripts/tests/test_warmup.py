@@ -444,3 +444,13 @@ def test_far_from_the_core_without_room_beside_the_compiler_waits_for_it(monkeyp
                       pin=ONE_CORE)
     assert result["settled"] is False
     assert all(r["core_share"] <= run_module.FAR_FROM_THE_CORE for r in result["rounds"])
+
+
+def test_a_warm_up_of_two_rounds_is_never_far_from_the_core(monkeypatch):
+    # Lab 03's steps: two rounds, nothing to save; they end unsettled and are calibrated again.
+    server = RoamingServer()
+    _jit_shares(monkeypatch, server, [0.5, 0.25])
+    monkeypatch.setattr(run_module, "MAX_COMPILE_WAIT_SECONDS", 0.0)
+    step = _step(warmup_jit_quiet=0.10, warmup_max_rounds=2)
+    result = _warm_up(monkeypatch, [200, 210], step, server, cpu_seconds=0.4, jit_cpu_seconds=0.0, pin=ONE_CORE)
+    assert result["settled"] is False and "far_from_the_core" not in result
