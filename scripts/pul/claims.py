@@ -4,7 +4,7 @@ A sentence that states what a committed run measured (which bound binds, which v
 and by how much) carries its claim beside it, in an HTML comment the book does not show:
 
     On this machine the common pool is not what binds it.
-    <!-- claim: lab02.commonpool_jvm_default.bound_by == "requests in flight" -->
+    <!-- claim: labNN.some_variant.bound_by == "requests in flight" -->
 
 `scripts/lab report --check` evaluates every claim in book/src against its lab's
 results/latest.json, and fails on one that is false or that names a number the run does not have,
@@ -27,8 +27,8 @@ over numbers, strings, + - * /, unary minus, min/max/abs, and names:
                              facts(results, lab): a fitted slope, a share), where it has one
 
 Where a lab's results are not the committed ones (a reader's own run replaced them: git says the
-lab's results/ folder differs from HEAD's; a report may read more runs there than latest.json, lab
-04's --thorough one), a false claim is a note, not a failure: the prose was written for the
+lab's results/ folder differs from HEAD's; a report may read more runs there than latest.json, a
+lab's --thorough one), a false claim is a note, not a failure: the prose was written for the
 committed runs, and a reader learns where theirs differ from them.
 """
 
@@ -147,7 +147,7 @@ def parse(claim: Claim) -> ast.expr:
 
 
 def labs_named(tree: ast.expr) -> set[str]:
-    """The labs a claim reads (lab02 -> "02")."""
+    """The labs a claim reads (labNN -> "NN")."""
     return {m.group(1) for node in ast.walk(tree) if isinstance(node, ast.Name)
             for m in [LAB_NAME.match(node.id)] if m}
 
@@ -158,7 +158,7 @@ def _value(node: ast.expr, labs: dict[str, Facts]):
     if isinstance(node, ast.Name):
         found = LAB_NAME.match(node.id)
         if node.id in FUNCTIONS or not found:
-            raise ClaimError(f"{node.id!r} is not a lab (claims name labs as lab01, lab02, ...)")
+            raise ClaimError(f"{node.id!r} is not a lab (claims name a lab as labNN, NN its folder's number)")
         if found.group(1) not in labs:
             raise ClaimError(f"{node.id} has no committed run (labs/{found.group(1)}-*/results/latest.json)")
         return labs[found.group(1)]
