@@ -225,7 +225,7 @@ def within_model(label: str, v: dict, band: tuple[float, float] = MODEL_BAND) ->
 
 
 def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_BAND,
-                      core_busy: float = 0.85) -> tuple[float, list[str], bool]:
+                      core_busy: float = 0.85, calibrated: bool = True) -> tuple[float, list[str], bool]:
     """A step the server's core binds, its measurement over its prediction taken apart (the
     misses, not raised): how fully the run used the core the compiler left (measured over the
     bound the run's own CPU per request gives: the model's claim, within `band`), the core busy
@@ -234,7 +234,9 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     before the run held (the serving drift, pul.model.serving_drift, within `limit`, or the driver
     measured the step as often as it does, pul.model.MEASUREMENTS). The prediction's own band
     follows from the two: band[0] / (1 + limit) to band[1] / (1 - limit), of its bound or, for a
-    range, over its floor and under its upper end.
+    range, over its floor and under its upper end. `calibrated=False`: a run whose code the JIT
+    compiler was still changing, which no calibration before it can stand for; only the core's
+    use and the core busy are checked.
     Returns (the first, the misses, whether the calibration never held)."""
     drift = model.serving_drift(v)
     # The core's use by serving: the rate times the run's own serving CPU per request (the
@@ -256,7 +258,7 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     if core_binds:
         misses.append(band_miss(f"{v['name']} server core busy", v["server_cpu_utilization"], core_busy))
     unsteady = len((v.get("extra") or {}).get("remeasured") or []) == model.MEASUREMENTS - 1 and abs(drift) > limit
-    if not unsteady:
+    if calibrated and not unsteady:
         misses.append(band_miss(f"{v['name']} serving drift", abs(drift), high=limit))
         misses += model_misses(v["name"], v, (band[0] / (1 + limit), band[1] / (1 - limit)),
                                ratio=with_the_runs_compiler(v))
