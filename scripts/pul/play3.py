@@ -4,7 +4,8 @@
   the Play 3 build translates, beside its translation (pul.playline: the renames the build uses).
 - Each lab's comparison (`labNN-play3.md`): its committed Play 2.9 run (results/latest.json)
   beside its committed Play 3 run (results/play-3/latest.json), variant by variant.
-- The appendix's table (`play3-renames.md`): every Akka name the book itself uses, and its Pekko name.
+- The appendix's table (`play3-renames.md`): every Akka name the book itself uses, and its Pekko name,
+  or why it has none (scripts/tests/test_play3_names.py checks each against Pekko's and Play's sources).
 """
 
 from __future__ import annotations
@@ -241,8 +242,41 @@ def artifacts(lab: Lab) -> dict[Path, str]:
     return found
 
 
-# Akka's names as prose and listings spell them: configuration keys and import lines.
-AKKA_NAME = re.compile(r"(?:play\.)?akka\.[a-z][\w.-]*[\w]|import akka\.[\w.]+")
+# Akka's names as prose and listings spell them: configuration keys, classes named in full, thread
+# names (Play's actor system is called "application") and import lines.
+AKKA_NAME = re.compile(r"(?:application-|play\.)?akka\.[A-Za-z][\w.-]*\w|import akka\.[\w.]+")
+# A thread of a dispatcher: <actor system>-<dispatcher id>-<n> (Pekko's and Akka's
+# MonitorableThreadFactory, named by each executor configurator), written with any n or N.
+THREAD_NAME = re.compile(r"^application-(?P<dispatcher>.+)-(?:N|\d+)$")
+# Akka names the book uses that name nothing Play 3 reads: the renames would make a name up. Each with
+# what the table says instead. Neither Play 2.9.11's core/play reference.conf has them under play.akka,
+# nor Play 3.0.9's under play.pekko; Play 2.4 left only Play's own settings under play.akka (its
+# Migration24.md), and Play 2.9 removed play.akka.config (its Migration29.md).
+NO_PLAY3_NAME = {
+    "play.akka.config": "a Play 2.4 to 2.8 setting, which Play 2.9 removed",
+    "play.akka.actor": "the section of Play's internal actor system before Play 2.4; configures nothing since",
+    "play.akka.actor.default-dispatcher": "configures nothing since Play 2.4; the default dispatcher is "
+                                          "`pekko.actor.default-dispatcher`",
+}
+# Keys the book makes up to show where a setting of your own goes: no library has them.
+EXAMPLES = {
+    "akka.my-context": "an example: a dispatcher of your own, if you declare it inside `pekko { }`",
+}
+
+
+def name_kind(name: str) -> str:
+    """What a name is, by its form: an import line, a class named in full (its last part starts with
+    a capital), a dispatcher's thread, or a configuration key."""
+    if name.startswith("import "):
+        return "import"
+    if THREAD_NAME.match(name):
+        return "thread name"
+    return "class" if name.rsplit(".", 1)[-1][:1].isupper() else "setting"
+
+
+def thread_dispatcher(name: str) -> str:
+    """The dispatcher a thread name names (its configuration key)."""
+    return THREAD_NAME.match(name).group("dispatcher")
 
 
 def book_names(book: Path = BOOK) -> dict[str, list[str]]:
@@ -270,15 +304,33 @@ def _title(page: Path) -> str:
     return first[2:].strip() if first else page.stem
 
 
-def appendix_markdown(book: Path = BOOK) -> str:
+def appendix_rows(book: Path = BOOK) -> list[tuple[str, str | None, str, list[str]]]:
+    """(Akka name, its Play 3 name or None, what it is, the pages that use it) for each Akka name the
+    book uses that reads differently on Play 3: a thread's number is written N."""
     pairs = playline.renames()
-    rows = ["| Play 2.9 (Akka) | Play 3 (Pekko) | used in |", "|---|---|---|"]
-    for name, pages in sorted(book_names(book).items()):
+    merged: dict[str, list[str]] = {}
+    for name, pages in book_names(book).items():
+        if name_kind(name) == "thread name":
+            name = re.sub(r"-\d+$", "-N", name)
+        merged.setdefault(name, [])
+        merged[name] += [page for page in pages if page not in merged[name]]
+    rows = []
+    for name, pages in sorted(merged.items()):
         new = playline.translate(name, pairs)
         if new == name:
             continue
+        if name in NO_PLAY3_NAME:
+            rows.append((name, None, NO_PLAY3_NAME[name], pages))
+        else:
+            rows.append((name, new, EXAMPLES.get(name) or name_kind(name), pages))
+    return rows
+
+
+def appendix_markdown(book: Path = BOOK) -> str:
+    rows = ["| Play 2.9 (Akka) | Play 3 (Pekko) | what it is | used in |", "|---|---|---|---|"]
+    for name, new, kind, pages in appendix_rows(book):
         links = ", ".join(f"[{_title(book / page)}]({page})" for page in pages)
-        rows.append(f"| {_code(name)} | {_code(new)} | {links} |")
+        rows.append(f"| {_code(name)} | {_code(new) if new else 'none'} | {kind} | {links} |")
     return "\n".join(rows) + "\n"
 
 

@@ -84,6 +84,9 @@ def test_the_renames_translate_code_keys_and_thread_names():
         "akka.http.server.backlog = 4096": "pekko.http.server.backlog = 4096",
         "play.akka.dev-mode.x = 1": "play.pekko.dev-mode.x = 1",
         "application-akka.actor.default-dispatcher-7": "application-pekko.actor.default-dispatcher-7",
+        # A class named in full moves below org.apache.pekko; a key below pekko.
+        "(akka.dispatch.MessageDispatcher)": "(org.apache.pekko.dispatch.MessageDispatcher)",
+        "akka.ConfigurationException: Dispatcher": "org.apache.pekko.ConfigurationException: Dispatcher",
         "offload-dispatcher { executor = thread-pool-executor }": "offload-dispatcher { executor = thread-pool-executor }",
     }
     for old, new in cases.items():
@@ -182,8 +185,25 @@ def test_repeated_runs_agree_when_each_lies_within_the_others_range():
 
 def test_the_appendix_lists_the_books_akka_names_with_their_pekko_names():
     text = play3.appendix_markdown()
-    assert "| `akka.actor.default-dispatcher` | `pekko.actor.default-dispatcher` |" in text
-    assert "| `import akka.actor.ActorSystem` | `import org.apache.pekko.actor.ActorSystem` |" in text
+    assert "| `akka.actor.default-dispatcher` | `pekko.actor.default-dispatcher` | setting |" in text
+    assert "| `import akka.actor.ActorSystem` | `import org.apache.pekko.actor.ActorSystem` | import |" in text
+    # One row for a dispatcher's threads, whatever number the book shows.
+    assert "| `application-akka.actor.default-dispatcher-N` | `application-pekko.actor.default-dispatcher-N` | thread name |" in text
+    assert "default-dispatcher-7" not in text
+
+
+def test_the_appendix_renames_nothing_that_play_2_9_does_not_read(tmp_path):
+    """A name of Play 2.0-2.8 gets no Play 3 name, an example is said to be one, and a class named
+    in full moves below org.apache.pekko (scripts/tests/test_play3_names.py checks every row
+    against Pekko's and Play's sources)."""
+    (tmp_path / "page.md").write_text("# Page\n`play.akka.config`, `akka.my-context`, `akka.dispatch.MessageDispatcher`, "
+                                      "`akka.actor.default-dispatcher`\n")
+    rows = {row[0]: row for row in play3.appendix_rows(tmp_path)}
+    assert rows["play.akka.config"][1] is None and "removed" in rows["play.akka.config"][2]
+    assert "example" in rows["akka.my-context"][2]
+    assert rows["akka.dispatch.MessageDispatcher"][1:3] == ("org.apache.pekko.dispatch.MessageDispatcher", "class")
+    assert rows["akka.actor.default-dispatcher"][1:3] == ("pekko.actor.default-dispatcher", "setting")
+    assert "| `play.akka.config` | none |" in play3.appendix_markdown(tmp_path)
 
 
 def test_the_appendix_finds_names_in_prose_and_in_included_listings(tmp_path):
