@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from pul import report
+from pul import model, report
 from pul.results import machine_line, predicted_cell
 
 from .driver import LITTLE_TOLERANCE
@@ -225,15 +225,34 @@ def _n(value: int | None) -> str:
 
 def cpu_per_request_table(steps: list[dict]) -> str:
     """The echo's server CPU per request at each concurrency: calibrated before the step, and
-    during it; and the bound the calibration gave against the measured throughput."""
-    rows = ["| c | CPU ms/request, calibrated | CPU ms/request, measured | server CPU bound req/s "
-            "| measured req/s | bound by |", "|---:|---:|---:|---:|---:|:---|"]
+    during it; the JIT compiler's share of the server's cores in the calibration; and the bound
+    they gave (pul.model.combine: (cores - the compiler's share) / the calibrated CPU per request)
+    against the measured throughput, with the arithmetic of the step the compiler took most of."""
+    rows = ["| c | CPU ms/request, calibrated | JIT compiler, cores, calibrated | CPU ms/request, measured "
+            "| server CPU bound req/s | measured req/s | bound by |", "|---:|---:|---:|---:|---:|---:|:---|"]
     for v in steps:
         calibration = v.get("calibration") or {}
-        rows.append(f"| {v['concurrency']:,} | {_f(calibration.get('server_cpu_ms'), 3)} "
+        compiler = model.compiler_share(calibration) if calibration.get("server_cpu_ms") else None
+        rows.append(f"| {v['concurrency']:,} | {_f(calibration.get('server_cpu_ms'), 3)} | {_f(compiler, 3)} "
                     f"| {_f(v.get('server_cpu_ms_per_request'), 3)} | {_f((v.get('bounds') or {}).get('server CPU'), 0)} "
                     f"| {_f(v['requests_per_sec'], 0)} | {v.get('bound_by') or '–'} |")
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows) + "\n" + bound_arithmetic(steps)
+
+
+def bound_arithmetic(steps: list[dict]) -> str:
+    """How the table's server CPU bound is worked out, on the step whose calibration the JIT
+    compiler took the largest share of (the first step, where it took none anywhere)."""
+    worked = [v for v in steps if (v.get("calibration") or {}).get("server_cpu_ms") and
+              (v.get("bounds") or {}).get(model.SERVER_CPU)]
+    if not worked:
+        return ""
+    v = max(worked, key=lambda s: model.compiler_share(s["calibration"]))
+    calibration = v["calibration"]
+    cores = calibration.get("server_cores") or 1
+    return (f"\nThe server CPU bound is (the server's cores − the JIT compiler's share of them in the "
+            f"calibration) ÷ the calibrated CPU per request: at c = {v['concurrency']:,}, "
+            f"({cores:g} − {model.compiler_share(calibration):.3f}) ÷ {calibration['server_cpu_ms']:.3f} ms = "
+            f"{v['bounds'][model.SERVER_CPU]:,.0f} req/s.\n")
 
 
 def _f(value: float | None, digits: int = 1) -> str:
