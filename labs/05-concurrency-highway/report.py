@@ -199,7 +199,8 @@ EDGES_DIR = "edges"
 
 def edges_text(results: dict | None) -> str:
     """Per echo step that watched the listen queue: the queue's limit and fullest sample, the
-    handshakes the kernel dropped (ListenOverflows), and what ab saw (failures, p99, max)."""
+    handshakes the kernel dropped (ListenOverflows), and what ab saw (its failed requests and its
+    non-2xx responses, apart as measuring.md defines them; p99, max)."""
     if results is None:
         return ("No run past c = 1,024 is committed next to the default one, so this table is empty. "
                 "Make it with the command above and `scripts/lab report`.\n")
@@ -207,14 +208,14 @@ def edges_text(results: dict | None) -> str:
     if not steps:
         return "The committed run past c = 1,024 has no step that watched the listen queue.\n"
     rows = ["| c | accept queue limit (Send-Q) | fullest (Recv-Q) | samples at the limit "
-            "| handshakes dropped (ListenOverflows) | failed | p99 ms | max ms | req/s |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| handshakes dropped (ListenOverflows) | failed | non-2xx | p99 ms | max ms | req/s |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for v in steps:
         q = v["listen_queue"]
         full = q.get("full_share")
         rows.append(f"| {v['concurrency']:,} | {_n(q.get('accept_queue_limit'))} | {_n(q.get('accept_queue_max'))} "
                     f"| {'–' if full is None else f'{full:.0%}'} | {_n(q.get('listen_overflows'))} "
-                    f"| {v['failed'] + v['non_2xx']:,} | {_f(v['p99_ms'], 0)} | {_f(v['max_ms'], 0)} "
+                    f"| {v['failed']:,} | {v['non_2xx']:,} | {_f(v['p99_ms'], 0)} | {_f(v['max_ms'], 0)} "
                     f"| {v['requests_per_sec']:,.0f} |")
     return "\n".join(rows) + "\n\n" + machine_line(results) + "\n"
 
@@ -269,20 +270,22 @@ def goodput(v: dict) -> float:
 
 
 def closed_table(steps: list[dict]) -> str:
-    """One row per closed-loop step; a 2xx/s (goodput) column joins when some step was answered
-    with non-2xx responses (e.g. 503s from lab.admission-limit), since req/s then counts those too."""
+    """One row per closed-loop step, with ab's failed requests and its non-2xx responses apart (a
+    503 is a complete request with a non-2xx status, not a failed one: measuring.md); a 2xx/s
+    (goodput) column joins when some step was answered with non-2xx responses (e.g. 503s from
+    lab.admission-limit), since req/s then counts those too."""
     with_goodput = any(v["non_2xx"] for v in steps)
     extra_head, extra_rule = (" 2xx/s |", "---:|") if with_goodput else ("", "")
-    rows = ["| c | req/s |" + extra_head + " mean ms | p50 ms | p90 ms | p99 ms | max ms | failed | server CPU "
-            "| predicted req/s | X·R (in flight) | X·R / c | Little |",
-            "|---:|---:|" + extra_rule + "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"]
+    rows = ["| c | req/s |" + extra_head + " mean ms | p50 ms | p90 ms | p99 ms | max ms | failed | non-2xx "
+            "| server CPU | predicted req/s | X·R (in flight) | X·R / c | Little |",
+            "|---:|---:|" + extra_rule + "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"]
     for v in steps:
         check = little_check(v)
         cpu = v.get("server_cpu_utilization")
         extra = f" {goodput(v):,.0f} |" if with_goodput else ""
         rows.append(
             f"| {v['concurrency']:,} | {v['requests_per_sec']:,.0f} |{extra} {_f(v['mean_ms'], 2)} | {_f(v['p50_ms'], 2)} "
-            f"| {_f(v['p90_ms'], 2)} | {_f(v['p99_ms'], 2)} | {_f(v['max_ms'], 1)} | {v['failed'] + v['non_2xx']:,} "
+            f"| {_f(v['p90_ms'], 2)} | {_f(v['p99_ms'], 2)} | {_f(v['max_ms'], 1)} | {v['failed']:,} | {v['non_2xx']:,} "
             f"| {'–' if cpu is None else f'{cpu:.0%}'} | {predicted_cell(v)} "
             f"| {check['in_flight']:,.2f} | {check['ratio']:.2f} | {'holds' if check['holds'] else '**off**'} |")
     return "\n".join(rows) + "\n"
@@ -293,13 +296,13 @@ def open_table(results: dict) -> str:
     (M/D/c for Poisson arrivals, D/D/c for even ones, a growing queue past capacity) next to the
     measured one."""
     rows = ["| arrivals | offered req/s | utilisation | served req/s | predicted mean ms | mean ms | p99 ms "
-            "| failed |",
-            "|:---|---:|---:|---:|---:|---:|---:|---:|"]
+            "| failed | non-2xx |",
+            "|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for v in open_steps(results):
         utilisation = v["extra"].get("utilisation", v["extra"]["fraction_of_capacity"])
         rows.append(f"| {arrivals(v)} | {v['extra']['offered_rate']:,} | {utilisation:.0%} "
                     f"| {v['requests_per_sec']:,.0f} | {predicted_mean(v)} | {_f(v['mean_ms'])} | {_f(v['p99_ms'])} "
-                    f"| {v['failed'] + v['non_2xx']:,} |")
+                    f"| {v['failed']:,} | {v['non_2xx']:,} |")
     return "\n".join(rows) + "\n"
 
 

@@ -76,3 +76,12 @@ def test_the_cpu_table_gives_the_compilers_share_and_the_bounds_arithmetic():
     assert "JIT compiler, cores, calibrated" in _header(table)
     assert "| 16 | 0.250 | 0.200 |" in table
     assert "at c = 16, (1 − 0.200) ÷ 0.250 ms = 3,200 req/s." in table
+
+
+def test_failed_requests_and_non_2xx_responses_have_columns_of_their_own():
+    # ab counts a 503 under "Non-2xx responses", not "Failed requests" (measuring.md): the table
+    # must not add them up under one name.
+    table = REPORT.closed_table([_step(8, 2000, 4.0, failed=3), _step(64, 12_000, 64 / 12, non_2xx=10_000)])
+    header = _header(table)
+    rows = [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")))) for line in table.splitlines()[2:]]
+    assert [(r["failed"], r["non-2xx"]) for r in rows] == [("3", "0"), ("0", "10,000")]
