@@ -7,6 +7,7 @@ import math
 import statistics
 
 from pul import model, report
+from pul.claims import key as claims_key
 from pul.results import machine_line, predicted_cell
 
 from .driver import LITTLE_TOLERANCE
@@ -218,6 +219,31 @@ def edges_text(results: dict | None) -> str:
                     f"| {v['failed']:,} | {v['non_2xx']:,} | {_f(v['p99_ms'], 0)} | {_f(v['max_ms'], 0)} "
                     f"| {v['requests_per_sec']:,.0f} |")
     return "\n".join(rows) + "\n\n" + machine_line(results) + "\n"
+
+
+def facts(results: dict, lab) -> dict:
+    """What the chapter's claims read beyond the default run's records (pul.claims: lab05.facts.NAME):
+    each step of the committed run past c = 1,024 (results/edges) that watched the listen queue, as
+    edges_FIELD_STEP (edges_p99_ms_c_8192, ...): ab's p99, max, failed and non-2xx, the handshakes
+    the kernel dropped (ListenOverflows), the share of samples at the queue's limit; and that run's
+    step length (edges_step_seconds). None of it for a lab without that run."""
+    edges = report.committed_run(lab, EDGES_DIR)
+    if edges is None:
+        return {}
+    values = {}
+    if (edges.get("params") or {}).get("step_seconds") is not None:
+        values["edges_step_seconds"] = edges["params"]["step_seconds"]
+    for v in sweep(edges, ""):
+        queue = v.get("listen_queue")
+        if not queue:
+            continue
+        step = claims_key(v["name"])
+        for field in ("p99_ms", "max_ms", "failed", "non_2xx"):
+            values[f"edges_{field}_{step}"] = v[field]
+        for field in ("listen_overflows", "full_share"):
+            if queue.get(field) is not None:
+                values[f"edges_{field}_{step}"] = queue[field]
+    return values
 
 
 def _n(value: int | None) -> str:

@@ -85,3 +85,8 @@ def test_failed_requests_and_non_2xx_responses_have_columns_of_their_own():
     header = _header(table)
     rows = [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")))) for line in table.splitlines()[2:]]
     assert [(r["failed"], r["non-2xx"]) for r in rows] == [("3", "0"), ("0", "10,000")]
+
+
+def test_facts_name_nothing_without_a_run_past_1024():
+    # The claims on the run past c = 1,024 read lab05.facts.edges_*; a lab without that run has none.
+    assert REPORT.facts({"variants": []}, None) == {}
