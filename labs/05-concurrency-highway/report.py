@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import statistics
 
-from pul import report
+from pul import model, report
+from pul.claims import key as claims_key
 from pul.results import machine_line, predicted_cell
 
 from .driver import LITTLE_TOLERANCE
@@ -199,7 +200,8 @@ EDGES_DIR = "edges"
 
 def edges_text(results: dict | None) -> str:
     """Per echo step that watched the listen queue: the queue's limit and fullest sample, the
-    handshakes the kernel dropped (ListenOverflows), and what ab saw (failures, p99, max)."""
+    handshakes the kernel dropped (ListenOverflows), and what ab saw (its failed requests and its
+    non-2xx responses, apart as measuring.md defines them; p99, max)."""
     if results is None:
         return ("No run past c = 1,024 is committed next to the default one, so this table is empty. "
                 "Make it with the command above and `scripts/lab report`.\n")
@@ -207,16 +209,41 @@ def edges_text(results: dict | None) -> str:
     if not steps:
         return "The committed run past c = 1,024 has no step that watched the listen queue.\n"
     rows = ["| c | accept queue limit (Send-Q) | fullest (Recv-Q) | samples at the limit "
-            "| handshakes dropped (ListenOverflows) | failed | p99 ms | max ms | req/s |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| handshakes dropped (ListenOverflows) | failed | non-2xx | p99 ms | max ms | req/s |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for v in steps:
         q = v["listen_queue"]
         full = q.get("full_share")
         rows.append(f"| {v['concurrency']:,} | {_n(q.get('accept_queue_limit'))} | {_n(q.get('accept_queue_max'))} "
                     f"| {'–' if full is None else f'{full:.0%}'} | {_n(q.get('listen_overflows'))} "
-                    f"| {v['failed'] + v['non_2xx']:,} | {_f(v['p99_ms'], 0)} | {_f(v['max_ms'], 0)} "
+                    f"| {v['failed']:,} | {v['non_2xx']:,} | {_f(v['p99_ms'], 0)} | {_f(v['max_ms'], 0)} "
                     f"| {v['requests_per_sec']:,.0f} |")
     return "\n".join(rows) + "\n\n" + machine_line(results) + "\n"
+
+
+def facts(results: dict, lab) -> dict:
+    """What the chapter's claims read beyond the default run's records (pul.claims: lab05.facts.NAME):
+    each step of the committed run past c = 1,024 (results/edges) that watched the listen queue, as
+    edges_FIELD_STEP (edges_p99_ms_c_8192, ...): ab's p99, max, failed and non-2xx, the handshakes
+    the kernel dropped (ListenOverflows), the share of samples at the queue's limit; and that run's
+    step length (edges_step_seconds). None of it for a lab without that run."""
+    edges = report.committed_run(lab, EDGES_DIR)
+    if edges is None:
+        return {}
+    values = {}
+    if (edges.get("params") or {}).get("step_seconds") is not None:
+        values["edges_step_seconds"] = edges["params"]["step_seconds"]
+    for v in sweep(edges, ""):
+        queue = v.get("listen_queue")
+        if not queue:
+            continue
+        step = claims_key(v["name"])
+        for field in ("p99_ms", "max_ms", "failed", "non_2xx"):
+            values[f"edges_{field}_{step}"] = v[field]
+        for field in ("listen_overflows", "full_share"):
+            if queue.get(field) is not None:
+                values[f"edges_{field}_{step}"] = queue[field]
+    return values
 
 
 def _n(value: int | None) -> str:
@@ -225,15 +252,34 @@ def _n(value: int | None) -> str:
 
 def cpu_per_request_table(steps: list[dict]) -> str:
     """The echo's server CPU per request at each concurrency: calibrated before the step, and
-    during it; and the bound the calibration gave against the measured throughput."""
-    rows = ["| c | CPU ms/request, calibrated | CPU ms/request, measured | server CPU bound req/s "
-            "| measured req/s | bound by |", "|---:|---:|---:|---:|---:|:---|"]
+    during it; the JIT compiler's share of the server's cores in the calibration; and the bound
+    they gave (pul.model.combine: (cores - the compiler's share) / the calibrated CPU per request)
+    against the measured throughput, with the arithmetic of the step the compiler took most of."""
+    rows = ["| c | CPU ms/request, calibrated | JIT compiler, cores, calibrated | CPU ms/request, measured "
+            "| server CPU bound req/s | measured req/s | bound by |", "|---:|---:|---:|---:|---:|---:|:---|"]
     for v in steps:
         calibration = v.get("calibration") or {}
-        rows.append(f"| {v['concurrency']:,} | {_f(calibration.get('server_cpu_ms'), 3)} "
+        compiler = model.compiler_share(calibration) if calibration.get("server_cpu_ms") else None
+        rows.append(f"| {v['concurrency']:,} | {_f(calibration.get('server_cpu_ms'), 3)} | {_f(compiler, 3)} "
                     f"| {_f(v.get('server_cpu_ms_per_request'), 3)} | {_f((v.get('bounds') or {}).get('server CPU'), 0)} "
                     f"| {_f(v['requests_per_sec'], 0)} | {v.get('bound_by') or '–'} |")
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows) + "\n" + bound_arithmetic(steps)
+
+
+def bound_arithmetic(steps: list[dict]) -> str:
+    """How the table's server CPU bound is worked out, on the step whose calibration the JIT
+    compiler took the largest share of (the first step, where it took none anywhere)."""
+    worked = [v for v in steps if (v.get("calibration") or {}).get("server_cpu_ms") and
+              (v.get("bounds") or {}).get(model.SERVER_CPU)]
+    if not worked:
+        return ""
+    v = max(worked, key=lambda s: model.compiler_share(s["calibration"]))
+    calibration = v["calibration"]
+    cores = calibration.get("server_cores") or 1
+    return (f"\nThe server CPU bound is (the server's cores − the JIT compiler's share of them in the "
+            f"calibration) ÷ the calibrated CPU per request: at c = {v['concurrency']:,}, "
+            f"({cores:g} − {model.compiler_share(calibration):.3f}) ÷ {calibration['server_cpu_ms']:.3f} ms = "
+            f"{v['bounds'][model.SERVER_CPU]:,.0f} req/s.\n")
 
 
 def _f(value: float | None, digits: int = 1) -> str:
@@ -250,20 +296,22 @@ def goodput(v: dict) -> float:
 
 
 def closed_table(steps: list[dict]) -> str:
-    """One row per closed-loop step; a 2xx/s (goodput) column joins when some step was answered
-    with non-2xx responses (e.g. 503s from lab.admission-limit), since req/s then counts those too."""
+    """One row per closed-loop step, with ab's failed requests and its non-2xx responses apart (a
+    503 is a complete request with a non-2xx status, not a failed one: measuring.md); a 2xx/s
+    (goodput) column joins when some step was answered with non-2xx responses (e.g. 503s from
+    lab.admission-limit), since req/s then counts those too."""
     with_goodput = any(v["non_2xx"] for v in steps)
     extra_head, extra_rule = (" 2xx/s |", "---:|") if with_goodput else ("", "")
-    rows = ["| c | req/s |" + extra_head + " mean ms | p50 ms | p90 ms | p99 ms | max ms | failed | server CPU "
-            "| predicted req/s | X·R (in flight) | X·R / c | Little |",
-            "|---:|---:|" + extra_rule + "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"]
+    rows = ["| c | req/s |" + extra_head + " mean ms | p50 ms | p90 ms | p99 ms | max ms | failed | non-2xx "
+            "| server CPU | predicted req/s | X·R (in flight) | X·R / c | Little |",
+            "|---:|---:|" + extra_rule + "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"]
     for v in steps:
         check = little_check(v)
         cpu = v.get("server_cpu_utilization")
         extra = f" {goodput(v):,.0f} |" if with_goodput else ""
         rows.append(
             f"| {v['concurrency']:,} | {v['requests_per_sec']:,.0f} |{extra} {_f(v['mean_ms'], 2)} | {_f(v['p50_ms'], 2)} "
-            f"| {_f(v['p90_ms'], 2)} | {_f(v['p99_ms'], 2)} | {_f(v['max_ms'], 1)} | {v['failed'] + v['non_2xx']:,} "
+            f"| {_f(v['p90_ms'], 2)} | {_f(v['p99_ms'], 2)} | {_f(v['max_ms'], 1)} | {v['failed']:,} | {v['non_2xx']:,} "
             f"| {'–' if cpu is None else f'{cpu:.0%}'} | {predicted_cell(v)} "
             f"| {check['in_flight']:,.2f} | {check['ratio']:.2f} | {'holds' if check['holds'] else '**off**'} |")
     return "\n".join(rows) + "\n"
@@ -274,13 +322,13 @@ def open_table(results: dict) -> str:
     (M/D/c for Poisson arrivals, D/D/c for even ones, a growing queue past capacity) next to the
     measured one."""
     rows = ["| arrivals | offered req/s | utilisation | served req/s | predicted mean ms | mean ms | p99 ms "
-            "| failed |",
-            "|:---|---:|---:|---:|---:|---:|---:|---:|"]
+            "| failed | non-2xx |",
+            "|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for v in open_steps(results):
         utilisation = v["extra"].get("utilisation", v["extra"]["fraction_of_capacity"])
         rows.append(f"| {arrivals(v)} | {v['extra']['offered_rate']:,} | {utilisation:.0%} "
                     f"| {v['requests_per_sec']:,.0f} | {predicted_mean(v)} | {_f(v['mean_ms'])} | {_f(v['p99_ms'])} "
-                    f"| {v['failed'] + v['non_2xx']:,} |")
+                    f"| {v['failed']:,} | {v['non_2xx']:,} |")
     return "\n".join(rows) + "\n"
 
 

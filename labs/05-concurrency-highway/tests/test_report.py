@@ -60,3 +60,33 @@ def test_the_cpu_trend_says_what_the_ladder_measured():
     dearer = REPORT.cpu_trend([_cpu_step(1, 1.17), _cpu_step(2, 0.6), _cpu_step(4, 0.44), _cpu_step(8, 0.45)])
     assert "one request alone cost 2.60x the busier steps' median" in dearer
     assert REPORT.cpu_trend([_cpu_step(2, 0.4), _cpu_step(4, 0.4)]) == ""
+
+
+def _calibrated_step(c, cpu_ms, jit_share):
+    serving = 1 - jit_share
+    return {**_cpu_step(c, cpu_ms), "bound_by": "server CPU",
+            "calibration": {"server_cpu_ms": cpu_ms, "server_cores": 1, "jit_share": jit_share},
+            "bounds": {"server CPU": round(serving / cpu_ms * 1000, 1)}}
+
+
+def test_the_cpu_table_gives_the_compilers_share_and_the_bounds_arithmetic():
+    # The bound leaves out the compiler's share of the core (pul.model.combine): at 0.25 ms and a
+    # fifth of the core compiling, 3,200 req/s, not 1 / 0.25 ms = 4,000.
+    table = REPORT.cpu_per_request_table([_calibrated_step(1, 0.4, 0.0), _calibrated_step(16, 0.25, 0.2)])
+    assert "JIT compiler, cores, calibrated" in _header(table)
+    assert "| 16 | 0.250 | 0.200 |" in table
+    assert "at c = 16, (1 − 0.200) ÷ 0.250 ms = 3,200 req/s." in table
+
+
+def test_failed_requests_and_non_2xx_responses_have_columns_of_their_own():
+    # ab counts a 503 under "Non-2xx responses", not "Failed requests" (measuring.md): the table
+    # must not add them up under one name.
+    table = REPORT.closed_table([_step(8, 2000, 4.0, failed=3), _step(64, 12_000, 64 / 12, non_2xx=10_000)])
+    header = _header(table)
+    rows = [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")))) for line in table.splitlines()[2:]]
+    assert [(r["failed"], r["non-2xx"]) for r in rows] == [("3", "0"), ("0", "10,000")]
+
+
+def test_facts_name_nothing_without_a_run_past_1024():
+    # The claims on the run past c = 1,024 read lab05.facts.edges_*; a lab without that run has none.
+    assert REPORT.facts({"variants": []}, None) == {}
