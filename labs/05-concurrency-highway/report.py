@@ -4,6 +4,7 @@ artifacts and summary lines."""
 from __future__ import annotations
 
 import math
+import re
 import statistics
 
 from pul import model, report
@@ -221,16 +222,26 @@ def edges_text(results: dict | None) -> str:
     return "\n".join(rows) + "\n\n" + machine_line(results) + "\n"
 
 
+def kernel_version(results: dict) -> dict:
+    """The Linux kernel a run ran on, from its machine record ("... (kernel 6.18.44-...)"), as
+    {"kernel_major": 6, "kernel_minor": 18}; empty where the record names none."""
+    found = re.search(r"\(kernel (\d+)\.(\d+)", (results.get("machine") or {}).get("os") or "")
+    return {"kernel_major": int(found.group(1)), "kernel_minor": int(found.group(2))} if found else {}
+
+
 def facts(results: dict, lab) -> dict:
     """What the chapter's claims read beyond the default run's records (pul.claims: lab05.facts.NAME):
-    each step of the committed run past c = 1,024 (results/edges) that watched the listen queue, as
-    edges_FIELD_STEP (edges_p99_ms_c_8192, ...): ab's p99, max, failed and non-2xx, the handshakes
-    the kernel dropped (ListenOverflows), the share of samples at the queue's limit; and that run's
-    step length (edges_step_seconds). None of it for a lab without that run."""
+    the kernel the default run ran on (kernel_major, kernel_minor); each step of the committed run
+    past c = 1,024 (results/edges) that watched the listen queue, as edges_FIELD_STEP
+    (edges_p99_ms_c_8192, ...): ab's p99, max, failed and non-2xx, the handshakes the kernel dropped
+    (ListenOverflows), the share of samples at the queue's limit; and that run's step length
+    (edges_step_seconds) and kernel (edges_kernel_major, edges_kernel_minor). None of the edges_
+    facts for a lab without that run."""
+    values = kernel_version(results)
     edges = report.committed_run(lab, EDGES_DIR)
     if edges is None:
-        return {}
-    values = {}
+        return values
+    values.update({f"edges_{name}": number for name, number in kernel_version(edges).items()})
     if (edges.get("params") or {}).get("step_seconds") is not None:
         values["edges_step_seconds"] = edges["params"]["step_seconds"]
     for v in sweep(edges, ""):

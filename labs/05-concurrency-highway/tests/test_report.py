@@ -90,3 +90,13 @@ def test_failed_requests_and_non_2xx_responses_have_columns_of_their_own():
 def test_facts_name_nothing_without_a_run_past_1024():
     # The claims on the run past c = 1,024 read lab05.facts.edges_*; a lab without that run has none.
     assert REPORT.facts({"variants": []}, None) == {}
+
+
+def test_facts_give_the_kernel_a_run_ran_on():
+    # The chapter's claim that the committed runs' kernel has tcp_syn_linear_timeouts (Linux 6.5)
+    # reads these: 6.18 must not compare as the number 6.18 < 6.5.
+    run = {"variants": [], "machine": {"os": "Debian GNU/Linux 12 (bookworm) (kernel 6.18.44-fc-v857)"}}
+    assert REPORT.facts(run, None) == {"kernel_major": 6, "kernel_minor": 18}
+    assert REPORT.kernel_version({"machine": {"os": "Debian GNU/Linux 12 (bookworm) (kernel 6.1.0-28-amd64)"}}) == {
+        "kernel_major": 6, "kernel_minor": 1}
+    assert REPORT.kernel_version({"machine": {}}) == {}
