@@ -261,25 +261,40 @@ def _n(value: int | None) -> str:
     return "–" if value is None else f"{value:,}"
 
 
+def serving_cpu_ms(v: dict) -> float | None:
+    """The server's CPU per request during the step with the JIT compiler's part left out, as the
+    calibration leaves it out (pul.model.serving_drift): the measured CPU per request less the
+    compiler's share of the run (in cores) x 1000 / the rate. None where a reading is missing."""
+    during, rate = v.get("server_cpu_ms_per_request"), v.get("requests_per_sec")
+    if not during or not rate:
+        return None
+    return during - (v.get("jit_share") or 0.0) * 1000 / rate
+
+
 def cpu_per_request_table(steps: list[dict]) -> str:
-    """The echo's server CPU per request at each concurrency: calibrated before the step, and
-    during it; the JIT compiler's share of the server's cores in the calibration; and the bound
-    they gave (pul.model.combine: (cores - the compiler's share) / the calibrated CPU per request)
+    """The echo's server CPU per request at each concurrency: calibrated before the step (the
+    compiler's CPU left out, pul.run), and during it (the compiler's CPU counted, and left out);
+    the JIT compiler's share of the server's cores in the calibration; and the bound they gave
+    (pul.model.combine: (cores - the compiler's share, in cores) / the calibrated CPU per request)
     against the measured throughput, with the arithmetic of the step the compiler took most of."""
-    rows = ["| c | CPU ms/request, calibrated | JIT compiler, cores, calibrated | CPU ms/request, measured "
-            "| server CPU bound req/s | measured req/s | bound by |", "|---:|---:|---:|---:|---:|---:|:---|"]
+    rows = ["| c | CPU ms/request, calibrated, compiler left out | JIT compiler, cores, calibrated "
+            "| CPU ms/request, measured, compiler counted | CPU ms/request, measured, compiler left out "
+            "| server CPU bound req/s | measured req/s | bound by |",
+            "|---:|---:|---:|---:|---:|---:|---:|:---|"]
     for v in steps:
         calibration = v.get("calibration") or {}
         compiler = model.compiler_share(calibration) if calibration.get("server_cpu_ms") else None
         rows.append(f"| {v['concurrency']:,} | {_f(calibration.get('server_cpu_ms'), 3)} | {_f(compiler, 3)} "
-                    f"| {_f(v.get('server_cpu_ms_per_request'), 3)} | {_f((v.get('bounds') or {}).get('server CPU'), 0)} "
+                    f"| {_f(v.get('server_cpu_ms_per_request'), 3)} | {_f(serving_cpu_ms(v), 3)} "
+                    f"| {_f((v.get('bounds') or {}).get('server CPU'), 0)} "
                     f"| {_f(v['requests_per_sec'], 0)} | {v.get('bound_by') or '–'} |")
     return "\n".join(rows) + "\n" + bound_arithmetic(steps)
 
 
 def bound_arithmetic(steps: list[dict]) -> str:
     """How the table's server CPU bound is worked out, on the step whose calibration the JIT
-    compiler took the largest share of (the first step, where it took none anywhere)."""
+    compiler took the largest share of (the first step, where it took none anywhere); and, where
+    the compiler's share of that step's run differed from its calibration's, by how much."""
     worked = [v for v in steps if (v.get("calibration") or {}).get("server_cpu_ms") and
               (v.get("bounds") or {}).get(model.SERVER_CPU)]
     if not worked:
@@ -287,10 +302,18 @@ def bound_arithmetic(steps: list[dict]) -> str:
     v = max(worked, key=lambda s: model.compiler_share(s["calibration"]))
     calibration = v["calibration"]
     cores = calibration.get("server_cores") or 1
-    return (f"\nThe server CPU bound is (the server's cores − the JIT compiler's share of them in the "
-            f"calibration) ÷ the calibrated CPU per request: at c = {v['concurrency']:,}, "
-            f"({cores:g} − {model.compiler_share(calibration):.3f}) ÷ {calibration['server_cpu_ms']:.3f} ms = "
-            f"{v['bounds'][model.SERVER_CPU]:,.0f} req/s.\n")
+    share = model.compiler_share(calibration)
+    text = (f"\nThe server CPU bound is (the server's cores − the JIT compiler's share, in cores) ÷ the CPU "
+            f"per request, both calibrated: at c = {v['concurrency']:,}, "
+            f"({cores:g} − {share:.3f}) ÷ {calibration['server_cpu_ms']:.3f} ms = "
+            f"{v['bounds'][model.SERVER_CPU]:,.0f} req/s.")
+    during = v.get("jit_share")
+    if during is not None and round(during, 3) != round(share, 3):
+        moved = "fell" if during < share else "rose"
+        text += (f" At that step the compiler's share {moved} between the calibration and the run, from "
+                 f"{share:.3f} to {during:.3f} of a core, so the run had {'more' if moved == 'fell' else 'less'} "
+                 f"of the core than the bound gave it: it served {v['requests_per_sec']:,.0f} req/s.")
+    return text + "\n"
 
 
 def _f(value: float | None, digits: int = 1) -> str:
@@ -359,29 +382,28 @@ def model_sentences(results: dict) -> str:
 
 
 def cpu_trend(steps: list[dict]) -> str:
-    """What the echo's measured CPU per request did across the ladder, in numbers: whether one
+    """What the echo's CPU per request during the steps did across the ladder, the JIT compiler's
+    part left out as the calibration leaves it out (serving_cpu_ms), in numbers: whether one
     request in flight cost more than the busier steps, or sat within their spread."""
-    told = [v for v in steps if v.get("server_cpu_ms_per_request")]
-    alone = next((v for v in told if v["concurrency"] == 1), None)
-    busier = [v for v in told if v["concurrency"] > 1]
+    told = [(v, cost) for v in steps if (cost := serving_cpu_ms(v))]
+    alone = next((cost for v, cost in told if v["concurrency"] == 1), None)
+    busier = [(v, cost) for v, cost in told if v["concurrency"] > 1]
     if alone is None or len(busier) < 2:
         return ""
-    low = min(busier, key=lambda v: v["server_cpu_ms_per_request"])
-    high = max(busier, key=lambda v: v["server_cpu_ms_per_request"])
-    median = statistics.median(v["server_cpu_ms_per_request"] for v in busier)
-    c1 = alone["server_cpu_ms_per_request"]
-    text = (f"Measured during the steps, the server's CPU per request was {c1:.3f} ms with one request in flight, "
-            f"and {low['server_cpu_ms_per_request']:.3f} ms (c = {low['concurrency']:,}) to "
-            f"{high['server_cpu_ms_per_request']:.3f} ms (c = {high['concurrency']:,}) at the busier steps, "
-            f"median {median:.3f} ms: ")
-    if c1 > high["server_cpu_ms_per_request"]:
-        text += f"one request alone cost {c1 / median:.2f}x the busier steps' median."
-    elif c1 < low["server_cpu_ms_per_request"]:
-        text += f"one request alone cost less than at any busier step ({c1 / median:.2f}x their median)."
+    low = min(busier, key=lambda pair: pair[1])
+    high = max(busier, key=lambda pair: pair[1])
+    median = statistics.median(cost for _, cost in busier)
+    text = (f"Measured during the steps, with the JIT compiler's CPU left out as the calibration leaves it out "
+            f"(its share of the run, in cores, × 1000 ÷ req/s), the server's CPU per request was "
+            f"{alone:.3f} ms with one request in flight, and {low[1]:.3f} ms (c = {low[0]['concurrency']:,}) to "
+            f"{high[1]:.3f} ms (c = {high[0]['concurrency']:,}) at the busier steps, median {median:.3f} ms: ")
+    if alone > high[1]:
+        text += f"one request alone cost {alone / median:.2f}x the busier steps' median."
+    elif alone < low[1]:
+        text += f"one request alone cost less than at any busier step ({alone / median:.2f}x their median)."
     else:
         text += ("one request alone cost within the busier steps' range, which spans "
-                 f"{low['server_cpu_ms_per_request'] / median - 1:+.0%} to "
-                 f"{high['server_cpu_ms_per_request'] / median - 1:+.0%} of their median.")
+                 f"{low[1] / median - 1:+.0%} to {high[1] / median - 1:+.0%} of their median.")
     return text
 
 

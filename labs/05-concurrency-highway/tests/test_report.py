@@ -62,6 +62,16 @@ def test_the_cpu_trend_says_what_the_ladder_measured():
     assert REPORT.cpu_trend([_cpu_step(2, 0.4), _cpu_step(4, 0.4)]) == ""
 
 
+def test_the_cpu_trend_leaves_the_compilers_cpu_out_as_the_calibration_does():
+    # c=1 at 2,000 req/s, 0.5 ms a request of which the compiler took 0.3 of the core: 0.15 ms a
+    # request was the compiler's, 0.35 ms served it (pul.model.serving_drift's arithmetic).
+    alone = {**_cpu_step(1, 0.5), "requests_per_sec": 2000, "jit_share": 0.3}
+    assert REPORT.serving_cpu_ms(alone) == pytest.approx(0.35)
+    trend = REPORT.cpu_trend([alone, _cpu_step(2, 0.25), _cpu_step(4, 0.25)])
+    assert "0.350 ms with one request in flight" in trend and "1.40x the busier steps' median" in trend
+    assert REPORT.serving_cpu_ms({**_cpu_step(8, 0.25), "requests_per_sec": 0}) is None
+
+
 def _calibrated_step(c, cpu_ms, jit_share):
     serving = 1 - jit_share
     return {**_cpu_step(c, cpu_ms), "bound_by": "server CPU",
@@ -73,9 +83,24 @@ def test_the_cpu_table_gives_the_compilers_share_and_the_bounds_arithmetic():
     # The bound leaves out the compiler's share of the core (pul.model.combine): at 0.25 ms and a
     # fifth of the core compiling, 3,200 req/s, not 1 / 0.25 ms = 4,000.
     table = REPORT.cpu_per_request_table([_calibrated_step(1, 0.4, 0.0), _calibrated_step(16, 0.25, 0.2)])
-    assert "JIT compiler, cores, calibrated" in _header(table)
+    assert _header(table)[1:5] == ["CPU ms/request, calibrated, compiler left out", "JIT compiler, cores, calibrated",
+                                   "CPU ms/request, measured, compiler counted",
+                                   "CPU ms/request, measured, compiler left out"]
     assert "| 16 | 0.250 | 0.200 |" in table
-    assert "at c = 16, (1 − 0.200) ÷ 0.250 ms = 3,200 req/s." in table
+    assert ("(the server's cores − the JIT compiler's share, in cores) ÷ the CPU per request, both calibrated: "
+            "at c = 16, (1 − 0.200) ÷ 0.250 ms = 3,200 req/s.") in table
+    # No share of the run recorded: nothing said about how it moved.
+    assert "between the calibration and the run" not in table
+
+
+def test_the_bounds_arithmetic_says_when_the_compilers_share_fell_in_the_run():
+    # Calibrated with a fifth of the core compiling, run with 0.03: the run had more of the core.
+    fell = {**_calibrated_step(16, 0.25, 0.2), "jit_share": 0.03, "requests_per_sec": 3853.4}
+    table = REPORT.cpu_per_request_table([_calibrated_step(1, 0.4, 0.0), fell])
+    assert ("At that step the compiler's share fell between the calibration and the run, from 0.200 to 0.030 "
+            "of a core, so the run had more of the core than the bound gave it: it served 3,853 req/s.") in table
+    # The measured CPU with the compiler left out: 0.25 - 0.03 x 1000 / 3,853.4.
+    assert "| 0.250 | 0.242 |" in table
 
 
 def test_failed_requests_and_non_2xx_responses_have_columns_of_their_own():
