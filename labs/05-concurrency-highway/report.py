@@ -261,16 +261,6 @@ def _n(value: int | None) -> str:
     return "–" if value is None else f"{value:,}"
 
 
-def serving_cpu_ms(v: dict) -> float | None:
-    """The server's CPU per request during the step with the JIT compiler's part left out, as the
-    calibration leaves it out (pul.model.serving_drift): the measured CPU per request less the
-    compiler's share of the run (in cores) x 1000 / the rate. None where a reading is missing."""
-    during, rate = v.get("server_cpu_ms_per_request"), v.get("requests_per_sec")
-    if not during or not rate:
-        return None
-    return during - (v.get("jit_share") or 0.0) * 1000 / rate
-
-
 def cpu_per_request_table(steps: list[dict]) -> str:
     """The echo's server CPU per request at each concurrency: calibrated before the step (the
     compiler's CPU left out, pul.run), and during it (the compiler's CPU counted, and left out);
@@ -285,7 +275,7 @@ def cpu_per_request_table(steps: list[dict]) -> str:
         calibration = v.get("calibration") or {}
         compiler = model.compiler_share(calibration) if calibration.get("server_cpu_ms") else None
         rows.append(f"| {v['concurrency']:,} | {_f(calibration.get('server_cpu_ms'), 3)} | {_f(compiler, 3)} "
-                    f"| {_f(v.get('server_cpu_ms_per_request'), 3)} | {_f(serving_cpu_ms(v), 3)} "
+                    f"| {_f(v.get('server_cpu_ms_per_request'), 3)} | {_f(model.serving_cpu_ms(v), 3)} "
                     f"| {_f((v.get('bounds') or {}).get('server CPU'), 0)} "
                     f"| {_f(v['requests_per_sec'], 0)} | {v.get('bound_by') or '–'} |")
     return "\n".join(rows) + "\n" + bound_arithmetic(steps)
@@ -383,9 +373,9 @@ def model_sentences(results: dict) -> str:
 
 def cpu_trend(steps: list[dict]) -> str:
     """What the echo's CPU per request during the steps did across the ladder, the JIT compiler's
-    part left out as the calibration leaves it out (serving_cpu_ms), in numbers: whether one
+    part left out as the calibration leaves it out (pul.model.serving_cpu_ms), in numbers: whether one
     request in flight cost more than the busier steps, or sat within their spread."""
-    told = [(v, cost) for v in steps if (cost := serving_cpu_ms(v))]
+    told = [(v, cost) for v in steps if (cost := model.serving_cpu_ms(v))]
     alone = next((cost for v, cost in told if v["concurrency"] == 1), None)
     busier = [(v, cost) for v, cost in told if v["concurrency"] > 1]
     if alone is None or len(busier) < 2:

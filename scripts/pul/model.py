@@ -86,13 +86,21 @@ def serving_drift(v: dict) -> float | None:
     """How much more (+) or less (-) CPU the run spent serving a request than its calibration, the
     JIT compiler's part left out of both, as a share of the calibration's; None where the server's
     CPU is not what the step is predicted by, or a reading is missing."""
-    calibration = v.get("calibration") or {}
-    calibrated, during, rate = (calibration.get("server_cpu_ms"), v.get("server_cpu_ms_per_request"),
-                                v.get("requests_per_sec"))
-    if v.get("bound_by") != SERVER_CPU or not calibrated or not during or not rate:
+    calibrated = (v.get("calibration") or {}).get("server_cpu_ms")
+    serving = serving_cpu_ms(v)
+    if v.get("bound_by") != SERVER_CPU or not calibrated or serving is None:
         return None
-    serving = during - (v.get("jit_share") or 0.0) * 1000 / rate
     return serving / calibrated - 1
+
+
+def serving_cpu_ms(v: dict) -> float | None:
+    """The server's CPU per request during the run with the JIT compiler's part left out, as a
+    calibration leaves it out: the measured CPU per request less the compiler's share of the run
+    (in cores) x 1000 / the rate. None where a reading is missing."""
+    during, rate = v.get("server_cpu_ms_per_request"), v.get("requests_per_sec")
+    if not during or not rate:
+        return None
+    return during - (v.get("jit_share") or 0.0) * 1000 / rate
 
 
 def cpu_bound(cores: float, cpu_ms: float) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pul import model
 from pul.testing import this_lab
 
 REPORT = this_lab(__file__).module("report")
@@ -66,10 +67,10 @@ def test_the_cpu_trend_leaves_the_compilers_cpu_out_as_the_calibration_does():
     # c=1 at 2,000 req/s, 0.5 ms a request of which the compiler took 0.3 of the core: 0.15 ms a
     # request was the compiler's, 0.35 ms served it (pul.model.serving_drift's arithmetic).
     alone = {**_cpu_step(1, 0.5), "requests_per_sec": 2000, "jit_share": 0.3}
-    assert REPORT.serving_cpu_ms(alone) == pytest.approx(0.35)
+    assert model.serving_cpu_ms(alone) == pytest.approx(0.35)
     trend = REPORT.cpu_trend([alone, _cpu_step(2, 0.25), _cpu_step(4, 0.25)])
     assert "0.350 ms with one request in flight" in trend and "1.40x the busier steps' median" in trend
-    assert REPORT.serving_cpu_ms({**_cpu_step(8, 0.25), "requests_per_sec": 0}) is None
+    assert model.serving_cpu_ms({**_cpu_step(8, 0.25), "requests_per_sec": 0}) is None
 
 
 def _calibrated_step(c, cpu_ms, jit_share):
