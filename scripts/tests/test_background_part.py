@@ -27,3 +27,23 @@ def test_a_part_that_fails_inside_a_function_still_reports_its_time_and_status(t
     assert done.returncode == 3, done.stderr
     assert "unbound variable" not in done.stderr, done.stderr
     assert (out / "book.seconds").read_text().strip().isdigit()
+
+
+def test_a_failed_part_s_error_lines_come_last(tmp_path):
+    """CI shows a long log's first and last lines only: each failed part's error lines are
+    repeated just before the totals, so that the last lines say what failed, not only where."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    real = subprocess.run(["bash", "-c", "command -v python3"], capture_output=True, text=True).stdout.strip()
+    (stub / "python3").write_text('#!/bin/bash\n[[ " $* " == *" pul.tools "* ]] && '
+                                  '{ echo "scripts/lab: error: the stub refuses" >&2; exit 3; }\n'
+                                  f'exec {real} "$@"\n')
+    (stub / "python3").chmod(0o755)
+    env = dict(os.environ, PATH=f"{stub}:{os.environ['PATH']}", PUL_TEST_OUTPUT=str(tmp_path / "out"))
+    done = subprocess.run([str(REPO / "scripts" / "test"), "book"], env=env, cwd=REPO,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    tail = done.stdout.splitlines()[-4:]
+    assert tail[0] == "--- book failed:", done.stdout
+    assert tail[1] == "scripts/lab: error: the stub refuses", done.stdout
+    assert tail[-1] == "0 passed, 1 failed", done.stdout
