@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import statistics
 
 from pul import report
+from pul.claims import key as claims_key
 from pul.probe import SAMPLES_FOR_P99, describe_tail, probe_p99
 from pul.results import machine_line, markdown_table
 
@@ -81,9 +83,13 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/figures/lab01-status-latency.svg": status_figure(results),
         "book/src/figures/lab01-timeline.svg": timeline_figure(results),
         # For the chapter "Measuring with ApacheBench": a real ab report and Little's law on it.
-        "book/src/generated/lab01-ab-output.md": ab_output_example(results, lab.dir, "java-blocking"),
+        "book/src/generated/lab01-ab-output.md": ab_output_example(results, lab.dir, AB_EXAMPLE),
         "book/src/generated/lab01-littles-law.md": littles_law_table(results),
     }
+
+
+# The variant whose raw ab report the chapter "Measuring with ApacheBench" shows.
+AB_EXAMPLE = "java-blocking"
 
 
 def ab_output_example(results: dict, lab_dir, variant: str) -> str:
@@ -155,3 +161,85 @@ plot $data using 2:xtic(1) title "median" linecolor rgb "#2ca02c", \\
      '' using 4 title "maximum" linecolor rgb "#7f7f7f"
 """
     return report.gnuplot_svg(script)
+
+
+# -- what the prose's claims read (pul.claims: lab01.facts.NAME) --------------------------
+
+# The pools of the timeline the chapter reads, and what it reads of each.
+TIMELINE_POOLS = ["default", "offload"]
+TIMELINE_MEASURES = ["busy", "queued"]
+# The lines of ab's "Connection Times" table the chapter "Measuring" reads, and their columns.
+AB_TIMES = ["Connect", "Waiting", "Total"]
+AB_TIME_COLUMNS = ["min", "mean", "sd", "median", "max"]
+
+
+def facts(results: dict, lab) -> dict:
+    """What the prose's claims read of a run besides its records, per variant (its name as a claim
+    writes it, VARIANT): the median and the most of each pool's busy threads and queued tasks over
+    its timeline (busy_median_POOL_VARIANT, queued_most_POOL_VARIANT, ...); its server CPU per
+    request that the JIT compiler's threads took (compiler_ms_VARIANT) and the rest
+    (serving_cpu_ms_VARIANT); its warm-up's rounds, the least of their compiler shares and the share
+    of the server's cores its last round's requests kept busy (warmup_rounds_VARIANT,
+    warmup_jit_share_least_VARIANT, warmup_core_share_last_VARIANT). And of the whole run: the most
+    CPU steal of any variant (steal_share_most), and the means of AB_TIMES in AB_EXAMPLE's raw ab
+    report, which "Measuring with ApacheBench" shows (ab_connect_mean_ms, ..., where `lab` has it)."""
+    found = {}
+    for v in results["variants"]:
+        name = claims_key(v["name"])
+        found.update(timeline_facts(v, name))
+        compiler = compiler_ms_per_request(v)
+        if compiler is not None and v.get("server_cpu_ms_per_request") is not None:
+            found[f"compiler_ms_{name}"] = round(compiler, 4)
+            found[f"serving_cpu_ms_{name}"] = round(v["server_cpu_ms_per_request"] - compiler, 4)
+        found.update(warmup_facts(v, name, (results.get("machine") or {}).get("server_available_processors") or 1))
+    steal = [v["cpu_steal_share"] for v in results["variants"] if v.get("cpu_steal_share") is not None]
+    if steal:
+        found["steal_share_most"] = max(steal)
+    example = next((v for v in results["variants"] if v["name"] == AB_EXAMPLE and v.get("ab_output")), None)
+    if lab is not None and example is not None and (lab.dir / "results" / example["ab_output"]).exists():
+        times = ab_connection_times((lab.dir / "results" / example["ab_output"]).read_text())
+        found.update({f"ab_{line.lower()}_mean_ms": row["mean"] for line, row in times.items()})
+    return found
+
+
+def timeline_facts(v: dict, name: str) -> dict:
+    """The median and the most of each TIMELINE_POOLS pool's TIMELINE_MEASURES over a variant's
+    timeline samples (none for a pool or a variant without them)."""
+    found = {}
+    pools = (v.get("timeline") or {}).get("pools") or {}
+    for pool in TIMELINE_POOLS:
+        for measure in TIMELINE_MEASURES:
+            values = [x for x in (pools.get(pool) or {}).get(measure, []) if x is not None]
+            if values:
+                found[f"{measure}_median_{pool}_{name}"] = statistics.median(values)
+                found[f"{measure}_most_{pool}_{name}"] = max(values)
+    return found
+
+
+def warmup_facts(v: dict, name: str, server_cores: int) -> dict:
+    """How a variant's warm-up went: its rounds, the least share of a core its JIT compiler took in
+    any of them, and the share of the server's cores its last round's requests kept busy (the
+    compiler's CPU left out, as pul.run reads it)."""
+    rounds = (v.get("warmup") or {}).get("rounds") or []
+    if not rounds:
+        return {}
+    found = {f"warmup_rounds_{name}": len(rounds)}
+    shares = [r["jit_share"] for r in rounds if r.get("jit_share") is not None]
+    if shares:
+        found[f"warmup_jit_share_least_{name}"] = min(shares)
+    last = rounds[-1]
+    if last.get("server_cpu_ms") is not None and last.get("requests_per_sec"):
+        found[f"warmup_core_share_last_{name}"] = round(
+            last["requests_per_sec"] * last["server_cpu_ms"] / 1000 / server_cores, 3)
+    return found
+
+
+def ab_connection_times(text: str) -> dict[str, dict[str, float]]:
+    """ab's "Connection Times (ms)" table: for each of AB_TIMES found, its AB_TIME_COLUMNS."""
+    found = {}
+    for line in AB_TIMES:
+        match = re.search(rf"^{line}:\s+" + r"\s+".join([r"([\d.]+)"] * len(AB_TIME_COLUMNS)) + r"\s*$",
+                          text, re.M)
+        if match:
+            found[line] = {column: float(value) for column, value in zip(AB_TIME_COLUMNS, match.groups())}
+    return found

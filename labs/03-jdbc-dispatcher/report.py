@@ -273,13 +273,16 @@ def sweep_facts_table(results: dict) -> str:
 
 def facts(results: dict, lab) -> dict:
     """What the chapter's claims read of a run (pul.claims: lab03.facts.NAME): every row of the sweep's
-    facts table, by its name in sweep_rows (none for a run without a sweep), and the database CPU
+    facts table, by its name in sweep_rows (none for a run without a sweep), the database CPU
     bound's spread over the rows, as the table under the bounds has it (db_*,
-    database_bound_facts)."""
+    database_bound_facts), what the four set-ups' timelines show (timeline_facts), and each
+    set-up's goodput, the table's 2xx/s (goodput_VARIANT)."""
     variants, sweep = split(results)
     values = ({name: round(value, 4) if isinstance(value, float) else value
                for _, name, value, _ in sweep_rows(sweep)} if sweep["variants"] else {})
-    return {**values, **database_bound_facts(results), **timeline_facts(variants)}
+    good = {f"goodput_{claims_key(v['name'])}": round(rate, 2) for v in variants["variants"]
+            if (rate := goodput(v)) is not None}
+    return {**values, **database_bound_facts(results), **timeline_facts(variants), **good}
 
 
 # What the chapter reads of each of the four set-ups' timelines: (pool, measure, the fact's name).
@@ -291,7 +294,8 @@ def timeline_facts(results: dict) -> dict:
     """The median over each variant's timeline samples of its own dispatcher's busy threads and queued
     tasks, of the connections in use and of the threads awaiting one: busy_median_VARIANT,
     queued_median_VARIANT, connections_median_VARIANT, awaiting_median_VARIANT (the timeline figure
-    draws them; the summary's notes give the busy threads' share)."""
+    draws them; the summary's notes give the busy threads' share); and the share of its samples
+    with every connection of its pool in use (connections_full_share_VARIANT)."""
     found = {}
     for v in results["variants"]:
         pools = (v.get("timeline") or {}).get("pools") or {}
@@ -300,6 +304,10 @@ def timeline_facts(results: dict) -> dict:
                       if x is not None]
             if values:
                 found[f"{name}_median_{claims_key(v['name'])}"] = statistics.median(values)
+        active = [x for x in (pools.get("connections") or {}).get("active", []) if x is not None]
+        size = (v.get("extra") or {}).get("connections")
+        if active and size:
+            found[f"connections_full_share_{claims_key(v['name'])}"] = round(sum(x >= size for x in active) / len(active), 3)
     return found
 
 

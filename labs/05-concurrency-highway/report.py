@@ -7,7 +7,7 @@ import math
 import re
 import statistics
 
-from pul import model, report
+from pul import model, profile, report
 from pul.claims import key as claims_key
 from pul.results import machine_line, predicted_cell
 
@@ -180,6 +180,24 @@ PROFILE_COLUMNS = [
 ]
 
 
+# The facts' names of PROFILE_COLUMNS' shares, in the same order (profile_NAME_STEP).
+PROFILE_COLUMN_FACTS = ["akka_http", "akka_io", "play", "body_parser", "json", "echo"]
+
+
+def profile_facts(lab) -> dict:
+    """What the chapter reads of the committed --profile run's table, per PROFILED step: each
+    column's share of its samples (profile_akka_http_c_64, ...). Empty without a profiled run."""
+    run = report.profiled_run(lab)
+    if run is None:
+        return {}
+    found = {}
+    for name in PROFILED:
+        stacks = report.profile_stacks(lab, report.profiled_variant(run, name))
+        for fact, (_, match) in zip(PROFILE_COLUMN_FACTS, PROFILE_COLUMNS):
+            found[f"profile_{fact}_{claims_key(name)}"] = round(profile.share_under(stacks, match), 4)
+    return found
+
+
 def profile_outputs(lab, main: dict) -> dict[str, str]:
     """The flame graph and the table of the committed --profile run (results/profile)."""
     run = report.profiled_run(lab)
@@ -231,14 +249,17 @@ def kernel_version(results: dict) -> dict:
 
 def facts(results: dict, lab) -> dict:
     """What the chapter's claims read beyond the default run's records (pul.claims: lab05.facts.NAME):
-    the kernel the default run ran on (kernel_major, kernel_minor); each step of the committed run
-    past c = 1,024 (results/edges) that watched the listen queue, as edges_FIELD_STEP
-    (edges_p99_ms_c_8192, ...): ab's p99, max, failed and non-2xx, the handshakes the kernel dropped
-    (ListenOverflows), the share of samples at the queue's limit; and that run's step length
-    (edges_step_seconds) and kernel (edges_kernel_major, edges_kernel_minor). None of the edges_
-    facts for a lab without that run."""
-    values = kernel_version(results)
-    edges = report.committed_run(lab, EDGES_DIR)
+    the kernel the default run ran on (kernel_major, kernel_minor); what the closed-loop sweeps came
+    to (sweep_facts), the steps' pools over their timelines (timeline_facts) and the shares of the
+    committed --profile run (profile_facts); each step of the committed run past c = 1,024
+    (results/edges) that watched the listen queue, as edges_FIELD_STEP (edges_p99_ms_c_8192, ...):
+    ab's p99, max, failed and non-2xx, the handshakes the kernel dropped (ListenOverflows), the
+    share of samples at the queue's limit; and that run's step length (edges_step_seconds) and
+    kernel (edges_kernel_major, edges_kernel_minor). None of the edges_ facts for a lab without
+    that run, and none of the profile's without `lab`."""
+    values = {**kernel_version(results), **sweep_facts(results), **timeline_facts(results),
+              **(profile_facts(lab) if lab is not None else {})}
+    edges = report.committed_run(lab, EDGES_DIR) if lab is not None else None
     if edges is None:
         return values
     values.update({f"edges_{name}": number for name, number in kernel_version(edges).items()})
@@ -255,6 +276,73 @@ def facts(results: dict, lab) -> dict:
             if queue.get(field) is not None:
                 values[f"edges_{field}_{step}"] = queue[field]
     return values
+
+
+# The closed-loop sweeps, by the prefix of their steps' names, and the name their facts carry.
+SWEEPS = [("", "echo"), ("fixed-", "fixed")]
+
+
+def sweep_facts(results: dict) -> dict:
+    """Per closed-loop sweep (SWEEPS' names, SWEEP): its steps (SWEEP_steps), those its bound names
+    the server's CPU (SWEEP_server_cpu_steps), those within the model's band of their prediction
+    (SWEEP_within_band_steps), those where Little's law holds (SWEEP_little_steps), and those where it
+    fails with no request failed (SWEEP_little_broken_clean_steps). Of the echo: how far the CPU per
+    request moved between a step's calibration and its run, the compiler's part left out, at the
+    median step (echo_drift_median, as a share: pul.model.serving_drift); and that CPU with one
+    request in flight against the busier steps' median and most (cpu_alone_ms, cpu_busier_median_ms,
+    cpu_busier_most_ms: cpu_trend's numbers). And the most CPU steal of any step (steal_share_most)."""
+    found = {}
+    for prefix, label in SWEEPS:
+        steps = sweep(results, prefix)
+        if not steps:
+            continue
+        checks = [(v, little_check(v)) for v in steps]
+        found.update({
+            f"{label}_steps": len(steps),
+            f"{label}_server_cpu_steps": sum(v.get("bound_by") == model.SERVER_CPU for v in steps),
+            f"{label}_within_band_steps": sum(
+                v.get("measured_over_predicted") is not None
+                and report.model_band(v)[0] <= v["measured_over_predicted"] <= report.model_band(v)[1] for v in steps),
+            f"{label}_little_steps": sum(check["holds"] for _, check in checks),
+            f"{label}_little_broken_clean_steps": sum(not check["holds"] and not (v["failed"] or v["non_2xx"])
+                                                      for v, check in checks)})
+    drifts = [abs(drift) for v in sweep(results, "") if (drift := model.serving_drift(v)) is not None]
+    if drifts:
+        found["echo_drift_median"] = round(statistics.median(drifts), 4)
+    costs = cpu_by_load(sweep(results, ""))
+    if costs is not None:
+        alone, busier = costs
+        found.update({"cpu_alone_ms": round(alone, 4),
+                      "cpu_busier_median_ms": round(statistics.median(cost for _, cost in busier), 4),
+                      "cpu_busier_most_ms": round(max(cost for _, cost in busier), 4)})
+    steal = [v["cpu_steal_share"] for v in results["variants"] if v.get("cpu_steal_share") is not None]
+    if steal:
+        found["steal_share_most"] = max(steal)
+    return found
+
+
+# The pools of the timeline figure, and what the chapter reads of each.
+TIMELINE_POOLS = ["default", "lanes"]
+TIMELINE_MEASURES = ["busy", "queued"]
+
+
+def timeline_facts(results: dict) -> dict:
+    """Per step with a timeline (STEP, its name as a claim writes it): the median over its samples of
+    TIMELINE_POOLS' TIMELINE_MEASURES (busy_median_default_c_64, queued_median_lanes_fixed_c_64, ...)
+    and of the server's CPU, in cores (cpu_cores_median_STEP)."""
+    found = {}
+    for v in results["variants"]:
+        timeline = v.get("timeline") or {}
+        step = claims_key(v["name"])
+        for pool in TIMELINE_POOLS:
+            for measure in TIMELINE_MEASURES:
+                values = [x for x in ((timeline.get("pools") or {}).get(pool) or {}).get(measure, []) if x is not None]
+                if values:
+                    found[f"{measure}_median_{pool}_{step}"] = statistics.median(values)
+        cores = [x for x in timeline.get("cpu_cores", []) if x is not None]
+        if cores:
+            found[f"cpu_cores_median_{step}"] = statistics.median(cores)
+    return found
 
 
 def _n(value: int | None) -> str:
@@ -371,15 +459,24 @@ def model_sentences(results: dict) -> str:
     return text + "\n"
 
 
+def cpu_by_load(steps: list[dict]) -> tuple[float, list[tuple[dict, float]]] | None:
+    """The echo's CPU per request during its steps, the JIT compiler's part left out
+    (pul.model.serving_cpu_ms): with one request in flight, and at each busier step as (step,
+    cost); None without c = 1 and two busier steps to set it against."""
+    told = [(v, cost) for v in steps if (cost := model.serving_cpu_ms(v))]
+    alone = next((cost for v, cost in told if v["concurrency"] == 1), None)
+    busier = [(v, cost) for v, cost in told if v["concurrency"] > 1]
+    return None if alone is None or len(busier) < 2 else (alone, busier)
+
+
 def cpu_trend(steps: list[dict]) -> str:
     """What the echo's CPU per request during the steps did across the ladder, the JIT compiler's
     part left out as the calibration leaves it out (pul.model.serving_cpu_ms), in numbers: whether one
     request in flight cost more than the busier steps, or sat within their spread."""
-    told = [(v, cost) for v in steps if (cost := model.serving_cpu_ms(v))]
-    alone = next((cost for v, cost in told if v["concurrency"] == 1), None)
-    busier = [(v, cost) for v, cost in told if v["concurrency"] > 1]
-    if alone is None or len(busier) < 2:
+    costs = cpu_by_load(steps)
+    if costs is None:
         return ""
+    alone, busier = costs
     low = min(busier, key=lambda pair: pair[1])
     high = max(busier, key=lambda pair: pair[1])
     median = statistics.median(cost for _, cost in busier)

@@ -11,7 +11,9 @@ results/latest.json, and fails on one that is false or that names a number the r
 so a re-made run that moves a number cannot leave the sentence that states it stale.
 
 A claim is one comparison (chains such as `0.85 <= x <= 1.10` too), or several joined by `and`,
-over numbers, strings, + - * /, unary minus, min/max/abs, and names:
+over numbers, strings, + - * /, unary minus, min/max/abs, and names of one lab's run
+(`scripts/lab report --check NN` reads lab NN's run alone: a sentence about several labs carries a
+claim for each):
 
     labNN.VARIANT.FIELD      a number or string of the variant's record in labs/NN-*/results/
                              latest.json (requests_per_sec, measured_over_predicted, bound_by,
@@ -23,6 +25,9 @@ over numbers, strings, + - * /, unary minus, min/max/abs, and names:
     labNN.VARIANT.probe.F    its /status probe (p50_ms, ...)
     labNN.VARIANT.extra.F    what the lab recorded of it besides (a number or string)
     labNN.params.P           a parameter of the run (work_ms, concurrency, ...)
+    labNN.machine.F          the machine the run was made on, as its results record it
+                             (load_average_at_start, jdk, cores; its nested records by name:
+                             steadiness.after.least_share, ...)
     labNN.facts.F            what the lab's report computes of the run besides (report.py's
                              facts(results, lab): a fitted slope, a share), where it has one
 
@@ -85,6 +90,15 @@ def _scalars(record: dict) -> dict:
             if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
 
 
+def _record(where: str, record: dict) -> Facts:
+    """A record's numbers and strings, and each record nested in it as Facts of its own."""
+    values = _scalars(record)
+    for name, value in record.items():
+        if isinstance(value, dict):
+            values[key(name)] = _record(f"{where}.{key(name)}", value)
+    return Facts(where, values)
+
+
 def lab_facts(lab_number: str, data: dict, computed: dict | None = None) -> Facts:
     """What claims may name of one lab's run; `computed`: what its report computes besides
     (Lab.facts), named labNN.facts.NAME."""
@@ -97,11 +111,12 @@ def lab_facts(lab_number: str, data: dict, computed: dict | None = None) -> Fact
             if isinstance(v.get(nested), dict):
                 values[nested] = Facts(f"{where}.{name}.{nested}", _scalars(v[nested]))
         variants[name] = Facts(f"{where}.{name}", values)
-    for reserved in ("params", "facts"):
+    for reserved in ("params", "facts", "machine"):
         if reserved in variants:
             raise ClaimError(f"{where} has a variant named {reserved}, which claims cannot tell from the run's {reserved}")
     variants["params"] = Facts(f"{where}.params", _scalars(data.get("params") or {}))
     variants["facts"] = Facts(f"{where}.facts", _scalars(computed or {}))
+    variants["machine"] = _record(f"{where}.machine", data.get("machine") or {})
     return Facts(where, variants)
 
 

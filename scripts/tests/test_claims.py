@@ -95,6 +95,21 @@ def test_a_claim_reads_what_the_labs_report_computes(monkeypatch):
         claims.check({"03": (Path("/nonexistent"), RUN)}, [claim])
 
 
+def test_a_claim_reads_the_machine_the_run_was_made_on(monkeypatch):
+    monkeypatch.setattr(claims, "committed", lambda _path: True)
+    made_on = {**RUN, "machine": {"load_average_at_start": 0.4, "jdk": "Debian 17.0.15",
+                                  "steadiness": {"after": {"least_share": 0.9}}}}
+    claim = Claim(REPO / "book" / "src" / "x.md", 3,
+                  'lab03.machine.load_average_at_start < 1 and lab03.machine.jdk == "Debian 17.0.15" '
+                  "and lab03.machine.steadiness.after.least_share >= 0.9")
+    (verdict,) = claims.check({"03": (Path("/nonexistent"), made_on)}, [claim])
+    assert verdict.holds
+    assert "lab03.machine.steadiness.after.least_share = 0.9" in verdict.shown
+    with pytest.raises(ClaimError, match=r"lab03\.machine has no 'cores' \(it has: jdk, load_average_at_start"):
+        claims.check({"03": (Path("/nonexistent"), made_on)},
+                     [Claim(REPO / "book" / "src" / "x.md", 3, "lab03.machine.cores == 2")])
+
+
 def test_a_false_claim_on_a_readers_own_run_is_a_note_not_a_failure(monkeypatch):
     (verdict,) = verdicts('lab03.pool_16.bound_by == "connections"', committed=False, monkeypatch=monkeypatch)
     assert not verdict.holds and not verdict.binding

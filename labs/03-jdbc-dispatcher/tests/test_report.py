@@ -85,8 +85,20 @@ def test_lockstep_and_wide_jitter_are_shares_of_the_step_of_their_size():
     assert facts["wide_jitter_share"] == pytest.approx(300 / 280, abs=1e-4)
     assert "| requests/s of `lockstep-pool=32` (every wait exactly *w*) ÷ `pool=32` | 80% |" in \
         report.sweep_facts_table(sweep)
-    # The four set-ups alone, no sweep: nothing for a claim to read.
-    assert report.facts(_sweep(_variant("database-dispatcher", 200.0)), LAB) == {}
+    # The four set-ups alone, no sweep and no timeline: only their goodput for a claim to read.
+    assert report.facts(_sweep(_variant("database-dispatcher", 200.0)), LAB) == {"goodput_database_dispatcher": 200.0}
+
+
+def test_a_set_ups_facts_are_its_goodput_and_how_often_every_connection_was_in_use():
+    # 20 connections, in use in 3 of 4 samples (a None is no sample); 85 of 1,000 answers were 503s.
+    timeline = {"pools": {"database-64": {"busy": [64, 64, 64, 64], "queued": [0, 0, 0, 0]},
+                          "connections": {"active": [20, 20, None, 12, 20], "awaiting": [44, 44, 43, 0, 44]}}}
+    oversized = _variant("oversized-dispatcher", 240.0, non_2xx=85, pool="database-64",
+                         extra={"connections": 20}, timeline=timeline)
+    facts = report.facts(_sweep(oversized), LAB)
+    assert facts["goodput_oversized_dispatcher"] == pytest.approx(240.0 * 0.915)
+    assert facts["connections_full_share_oversized_dispatcher"] == 0.75
+    assert (facts["awaiting_median_oversized_dispatcher"], facts["busy_median_oversized_dispatcher"]) == (44, 64)
 
 
 def test_the_bound_from_older_calibrations_is_d_plus_abs_cpu_and_its_parts_are_facts():
@@ -150,4 +162,5 @@ def test_the_timeline_facts_are_medians_of_each_set_ups_own_pool_and_of_the_conn
     assert (facts["connections_median_default_dispatcher"], facts["awaiting_median_default_dispatcher"]) == (8, 0)
     # Its own pool, not the default dispatcher the timeline also samples.
     assert facts["busy_median_oversized_dispatcher"] == 64 and facts["awaiting_median_oversized_dispatcher"] == 44
-    assert not any(name.endswith("no_timeline") for name in facts)
+    # A set-up without a timeline has its goodput, and nothing the timeline would have shown.
+    assert [name for name in facts if name.endswith("no_timeline")] == ["goodput_no_timeline"]

@@ -126,3 +126,30 @@ def test_facts_give_the_kernel_a_run_ran_on():
     assert REPORT.kernel_version({"machine": {"os": "Debian GNU/Linux 12 (bookworm) (kernel 6.1.0-28-amd64)"}}) == {
         "kernel_major": 6, "kernel_minor": 1}
     assert REPORT.kernel_version({"machine": {}}) == {}
+
+
+def test_the_sweeps_facts_count_the_steps_their_bounds_their_band_and_littles_law():
+    # c=1 predicted exactly, c=2 at 1.2 of its bound (outside the band), c=4 with requests in flight
+    # that were never timed (Little's law off, nothing failed); the fixed road at its lanes.
+    # (At 1 / CPU per request, c requests in flight take c x that CPU: 0.4 ms, 0.6 ms, 1.0 ms.)
+    echo = [{**_calibrated_step(1, 0.4, 0.0), "mean_ms": 0.4, "measured_over_predicted": 1.0, "cpu_steal_share": 0.001},
+            {**_calibrated_step(2, 0.3, 0.0), "mean_ms": 0.6, "measured_over_predicted": 1.2, "cpu_steal_share": 0.004},
+            {**_calibrated_step(4, 0.25, 0.0), "mean_ms": 0.5, "measured_over_predicted": 0.9}]
+    fixed = {**_step(64, 400, 160.0), "name": "fixed-c=64", "bound_by": "threads", "measured_over_predicted": 0.98}
+    facts = REPORT.sweep_facts({"variants": [*echo, fixed]})
+    assert {name: facts[name] for name in facts if name.startswith(("echo_", "fixed_"))} == {
+        "echo_steps": 3, "echo_server_cpu_steps": 3, "echo_within_band_steps": 2, "echo_little_steps": 2,
+        "echo_little_broken_clean_steps": 1, "echo_drift_median": 0.0,
+        "fixed_steps": 1, "fixed_server_cpu_steps": 0, "fixed_within_band_steps": 1, "fixed_little_steps": 1,
+        "fixed_little_broken_clean_steps": 0}
+    # One request alone at 0.4 ms against 0.3 and 0.25 at the busier steps; the most steal of any step.
+    assert (facts["cpu_alone_ms"], facts["cpu_busier_median_ms"], facts["cpu_busier_most_ms"]) == (0.4, 0.275, 0.3)
+    assert facts["steal_share_most"] == 0.004
+
+
+def test_the_timeline_facts_are_each_steps_medians():
+    step = {**_step(64, 400, 160.0), "name": "fixed-c=64",
+            "timeline": {"cpu_cores": [0.2, 0.3, None, 0.1],
+                         "pools": {"lanes": {"busy": [8, 8, 7], "queued": [56, 50, 56]}, "default": {"busy": []}}}}
+    assert REPORT.timeline_facts({"variants": [step, _step(1, 2000, 0.5)]}) == {
+        "busy_median_lanes_fixed_c_64": 8, "queued_median_lanes_fixed_c_64": 56, "cpu_cores_median_fixed_c_64": 0.2}
