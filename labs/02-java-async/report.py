@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pul import report
+import statistics
+
+from pul import profile, report
+from pul.claims import key as claims_key
 from pul.results import machine_line, markdown_table
 
 from .driver import COMMON_PARALLELISM, JVM_DEFAULT
@@ -50,6 +53,34 @@ def cpu_sentence(v: dict | None, reference: dict | None) -> str | None:
         return sentence + "."
     return (sentence + f"; the JIT compiler's threads took {a_jit:.2f} and {b_jit:.2f} ms of that, which "
             f"leaves {a - a_jit:.2f} and {b - b_jit:.2f} ms ({(a - a_jit) / (b - b_jit):.1f}x).")
+
+
+def facts(results: dict, lab) -> dict:
+    """What the chapter's claims read of a run beyond its records (pul.claims: lab02.facts.NAME): how
+    many variants have a predicted range (predicted_ranges: a convoy's floor up to the smooth
+    prediction), each variant's timeline (timeline_facts) and the committed --profile run's table
+    (profile_facts)."""
+    values = {"predicted_ranges": sum(v.get("predicted_upper_requests_per_sec") is not None
+                                      for v in results["variants"])}
+    values.update(timeline_facts(results))
+    values.update(profile_facts(lab))
+    return values
+
+
+def timeline_facts(results: dict) -> dict:
+    """The median and the greatest value over each variant's timeline samples of every pool's
+    gauges, as the timeline figure draws them: POOL_MEASURE_median_VARIANT and
+    POOL_MEASURE_max_VARIANT (default_busy_median_blocking, offload_busy_max_custom_ec, ...)."""
+    found = {}
+    for v in results["variants"]:
+        for pool, measures in ((v.get("timeline") or {}).get("pools") or {}).items():
+            for measure, values in measures.items():
+                values = [x for x in values if x is not None]
+                if values:
+                    name = f"{claims_key(pool)}_{measure}"
+                    found[f"{name}_median_{claims_key(v['name'])}"] = statistics.median(values)
+                    found[f"{name}_max_{claims_key(v['name'])}"] = max(values)
+    return found
 
 
 def render(results: dict, lab) -> dict[str, str]:
@@ -109,6 +140,42 @@ PROFILE_COLUMNS = [
     ("a thread starting (Thread.start)", lambda f: f.startswith("java/lang/Thread.start")),
     ("Play's server", lambda f: f.startswith("play/core/server/")),
 ]
+
+
+# The facts' names of PROFILE_COLUMNS' shares, in the same order (profile_NAME_SETUP).
+PROFILE_COLUMN_FACTS = ["task", "completable_future", "thread_start", "play_server"]
+# The threads the profile groups, whose share of the samples the chapter reads: the thread-per-task
+# executor's, and Play's default dispatcher's (profile_NAME_SETUP).
+PROFILE_POOL_FACTS = {"thread_per_task": "[Thread-N]",
+                      "default_dispatcher": "[application-akka.actor.default-dispatcher-N]"}
+
+
+def profile_facts(lab) -> dict:
+    """What the chapter reads of the committed --profile run's table, per PROFILED set-up: its
+    throughput (profile_requests_per_sec_SETUP), server CPU per request (profile_cpu_ms_SETUP), the
+    JIT's share of the core (profile_jit_share_SETUP), its samples (profile_samples_SETUP), each
+    column's share of them (profile_thread_start_SETUP, ...) and the share of samples on the threads
+    started per task and on the default dispatcher's (PROFILE_POOL_FACTS). Empty without a profiled
+    run."""
+    run = report.profiled_run(lab)
+    if run is None:
+        return {}
+    found = {}
+    for name in PROFILED:
+        v = report.profiled_variant(run, name)
+        stacks = report.profile_stacks(lab, v)
+        setup = claims_key(name)
+        found[f"profile_requests_per_sec_{setup}"] = v["requests_per_sec"]
+        found[f"profile_cpu_ms_{setup}"] = v["server_cpu_ms_per_request"]
+        if v.get("jit_share") is not None:
+            found[f"profile_jit_share_{setup}"] = v["jit_share"]
+        found[f"profile_samples_{setup}"] = v["profile"]["samples"]
+        for fact, (_, match) in zip(PROFILE_COLUMN_FACTS, PROFILE_COLUMNS):
+            found[f"profile_{fact}_{setup}"] = round(profile.share_under(stacks, match), 4)
+        for fact, pool in PROFILE_POOL_FACTS.items():
+            found[f"profile_{fact}_{setup}"] = sum(p["share"] for p in v["profile"].get("pools", [])
+                                                   if p["pool"] == pool)
+    return found
 
 
 def profile_outputs(lab, main: dict) -> dict[str, str]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import statistics
+
 from pul import report
+from pul.claims import key as claims_key
 from pul.results import MODEL_COLUMNS, _fmt, machine_line, markdown_table
 
 
@@ -26,6 +29,7 @@ def table_columns(results: dict):
         ("c", lambda v: _fmt(v["concurrency"]), True),
         ("runs on", _threads, False),
         ("req/s", lambda v: _fmt(v["requests_per_sec"], 0), True),
+        ("mean ms", lambda v: _fmt(v["mean_ms"], 1), True),
         ("p50 ms", lambda v: _fmt(v["p50_ms"], 1), True),
         ("p99 ms", lambda v: _fmt(v["p99_ms"], 1), True),
         ("failed", lambda v: _fmt(v["failed"]), True),
@@ -71,6 +75,83 @@ def summary_notes(results: dict) -> list[str]:
             for v in high) + ".")
     notes += [sentence for sentence in map(report.bound_sentence, results["variants"]) if sentence]
     return notes + report.timeline_notes(results)
+
+
+# -- what the chapter's claims read (pul.claims: lab06.facts.NAME) ------------------------
+
+# A variant whose mean latency is under this share of its run's length: the requests a time-limited
+# run leaves in flight at its end, which count in no latency, move its mean by a few percent only.
+SHORT_LATENCY = 0.1
+
+
+def littles_law(v: dict) -> float | None:
+    """The requests in flight that the run's mean latency and throughput make by Little's law,
+    as a share of those ab kept in flight: mean x req/s / concurrency. 1 where every request of the
+    run counts; below 1 by the waits of the requests still in flight when ab stopped, which are in
+    no latency (left_waiting_s)."""
+    if not v.get("mean_ms") or not v.get("requests_per_sec") or not v.get("concurrency"):
+        return None
+    return v["mean_ms"] * v["requests_per_sec"] / 1000 / v["concurrency"]
+
+
+def left_waiting_s(v: dict) -> float | None:
+    """How long, on average, the requests still in flight when ab stopped had waited. Over the run,
+    ab's `concurrency` requests in flight add up to concurrency x duration of waiting; the completed
+    requests account for complete x mean of it, and the rest is the left-behind requests' (as many
+    as ab kept in flight)."""
+    if not v.get("complete") or not v.get("duration_s") or not v.get("concurrency") or v.get("mean_ms") is None:
+        return None
+    return (v["concurrency"] * v["duration_s"] - v["complete"] * v["mean_ms"] / 1000) / v["concurrency"]
+
+
+def _medians(v: dict) -> dict:
+    """The median over a variant's timeline samples of the JVM's platform threads and of every
+    pool's gauges: jvm_threads_median_VARIANT, POOL_MEASURE_median_VARIANT (default_busy_median_default,
+    connections_awaiting_median_jdbc_connections_4, ...), and the platform threads the JVM started
+    during the run (threads_started_VARIANT). Nothing for a variant without a timeline."""
+    timeline, name = v.get("timeline") or {}, claims_key(v["name"])
+    found = {}
+    threads = [x for x in timeline.get("jvm_threads", []) if x is not None]
+    if threads:
+        found[f"jvm_threads_median_{name}"] = statistics.median(threads)
+    if timeline.get("jvm_threads_started") is not None:
+        found[f"threads_started_{name}"] = timeline["jvm_threads_started"]
+    for pool, measures in (timeline.get("pools") or {}).items():
+        for measure, values in measures.items():
+            values = [x for x in values if x is not None]
+            if values:
+                found[f"{claims_key(pool)}_{measure}_median_{name}"] = statistics.median(values)
+    return found
+
+
+def facts(results: dict, lab) -> dict:
+    """What the chapter's claims read of a run beyond its records: per variant, Little's law on its
+    latency (littles_law_VARIANT, left_waiting_s_VARIANT), the most JVM threads its footprint saw
+    (threads_max_VARIANT) and its timeline's medians (_medians); over the variants whose mean latency
+    is under SHORT_LATENCY of their run, how many (short_latency_variants, of variants) and their
+    least and greatest littles_law (littles_law_short_min, littles_law_short_max); and the variant
+    whose server spent the most CPU per request (most_cpu_per_request, its name)."""
+    values = {"variants": len(results["variants"])}
+    short = []
+    for v in results["variants"]:
+        name = claims_key(v["name"])
+        ratio, left = littles_law(v), left_waiting_s(v)
+        if ratio is not None:
+            values[f"littles_law_{name}"] = round(ratio, 4)
+            if v.get("duration_s") and v["mean_ms"] < SHORT_LATENCY * 1000 * v["duration_s"]:
+                short.append(ratio)
+        if left is not None:
+            values[f"left_waiting_s_{name}"] = round(left, 3)
+        if v.get("footprint"):
+            values[f"threads_max_{name}"] = v["footprint"]["threads_max"]
+        values.update(_medians(v))
+    values["short_latency_variants"] = len(short)
+    if short:
+        values.update(littles_law_short_min=round(min(short), 4), littles_law_short_max=round(max(short), 4))
+    costs = [v for v in results["variants"] if v.get("server_cpu_ms_per_request") is not None]
+    if costs:
+        values["most_cpu_per_request"] = max(costs, key=lambda v: v["server_cpu_ms_per_request"])["name"]
+    return values
 
 
 def throughput_figure(results: dict) -> str:

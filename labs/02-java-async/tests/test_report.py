@@ -30,3 +30,24 @@ def test_the_cpu_sentence_needs_both_variants():
 def test_the_committed_summary_compares_the_thread_per_task_cpu_with_custom_ec():
     results = committed_results(LAB.dir.name)
     assert any(n.startswith(f"{JVM_DEFAULT}: the server spent") for n in REPORT.summary_notes(results))
+
+
+def test_facts_count_the_variants_with_a_predicted_range():
+    results = {"variants": [{"name": "blocking", "predicted_upper_requests_per_sec": None},
+                            {"name": "custom-ec", "predicted_upper_requests_per_sec": 1613.1}]}
+    assert REPORT.facts(results, LAB)["predicted_ranges"] == 1
+
+
+def test_timeline_facts_give_each_pools_median_and_most_per_variant():
+    timeline = {"pools": {"commonpool": {"busy": [3, 3, 2, None], "queued": [47, 40, 47]}}}
+    facts = REPORT.timeline_facts({"variants": [{"name": "commonpool", "timeline": timeline}, {"name": "ws"}]})
+    assert facts == {"commonpool_busy_median_commonpool": 3, "commonpool_busy_max_commonpool": 3,
+                     "commonpool_queued_median_commonpool": 47, "commonpool_queued_max_commonpool": 47}
+
+
+def test_the_committed_profile_gives_the_facts_the_chapter_reads():
+    facts = REPORT.facts(committed_results(LAB.dir.name), LAB)
+    for setup in ("commonpool_jvm_default", "custom_ec"):
+        for name in ("requests_per_sec", "cpu_ms", "jit_share", "samples", "task", "thread_start",
+                     "thread_per_task", "default_dispatcher"):
+            assert f"profile_{name}_{setup}" in facts
