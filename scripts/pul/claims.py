@@ -33,8 +33,9 @@ claim for each):
 
 Where a lab's results are not the committed ones (a reader's own run replaced them: git says the
 lab's results/ folder differs from HEAD's; a report may read more runs there than latest.json, a
-lab's --thorough one), a false claim is a note, not a failure: the prose was written for the
-committed runs, and a reader learns where theirs differ from them.
+lab's --thorough one), a false claim is a note, not a failure, and so is a claim naming what that
+run lacks (a variant the reader left out): the prose was written for the committed runs, and a
+reader learns where theirs differ from them.
 """
 
 from __future__ import annotations
@@ -250,7 +251,11 @@ def check(runs: dict[str, tuple], claims: list[Claim], only: set[str] | None = N
         try:
             holds, shown = _holds(tree, labs)
         except ClaimError as error:
-            raise ClaimError(f"{claim.where()}: {claim.text!r}: {error}") from None
+            if not named & own:
+                raise ClaimError(f"{claim.where()}: {claim.text!r}: {error}") from None
+            # A reader's own run may leave out what the committed one has (a variant they did not
+            # run, a fact of it): a note, like a false claim on their run.
+            holds, shown = False, [f"no answer to it ({error})"]
         verdicts.append(Verdict(claim, holds, shown, binding=not named & own))
     return verdicts
 

@@ -115,6 +115,17 @@ def test_a_false_claim_on_a_readers_own_run_is_a_note_not_a_failure(monkeypatch)
     assert not verdict.holds and not verdict.binding
 
 
+def test_a_claim_naming_what_a_readers_own_run_lacks_is_a_note_and_an_error_on_the_committed_run(monkeypatch):
+    """`scripts/lab run 01 --variant java-blocking`, then the suite: the book part must not fail
+    on the claims about the variants that run left out."""
+    text = "lab03.pool_64.requests_per_sec > lab03.pool_16.requests_per_sec"
+    (verdict,) = verdicts(text, committed=False, monkeypatch=monkeypatch)
+    assert not verdict.holds and not verdict.binding
+    assert "lab03 has no 'pool_64'" in verdict.shown[0]
+    with pytest.raises(ClaimError, match="lab03 has no 'pool_64'"):
+        verdicts(text, committed=True, monkeypatch=monkeypatch)
+
+
 def test_claims_are_found_with_their_line_even_across_lines(tmp_path):
     (tmp_path / "a.md").write_text("Text.\n<!-- claim: lab03.pool_16.requests_per_sec\n  > 1 -->\nMore.\n")
     (found,) = claims.find(tmp_path)
