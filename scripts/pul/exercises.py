@@ -315,13 +315,14 @@ def _indent(text: str, prefix: str, hanging: str = "  ") -> str:
 # -- checking ---------------------------------------------------------------
 
 def at_dir(lab: Lab, lab_dir: Path, app_decides: tuple[str, ...] = (), warmup_rounds: int | None = None,
-           warmup_seconds: int | None = None, measure_once: bool = False) -> Lab:
+           warmup_seconds: int | None = None, measure_once: bool = False, calibrate: bool = True) -> Lab:
     """The same lab, built and run from `lab_dir` (maybe a scratch copy), and without passing the
     server the `app_decides` parameters, at its start or while it runs (Step.configure), so that
     the app's own configuration decides them; with
     `warmup_rounds`, no step warms up for more rounds than that, and with `warmup_seconds`, no
     warm-up round lasts longer than that. With `measure_once`, no step is measured again when its
-    run and its calibration disagree (Step.remeasure_drift)."""
+    run and its calibration disagree (Step.remeasure_drift). Without `calibrate`, no step runs
+    calibration rounds: its prediction is then its Little's-law bounds alone."""
     hidden = {f"lab.{key.replace('_', '-')}" for key in app_decides}
     base = type(lab)
 
@@ -342,6 +343,8 @@ def at_dir(lab: Lab, lab_dir: Path, app_decides: tuple[str, ...] = (), warmup_ro
                 step.warmup_seconds = min(step.warmup_seconds or warmup_seconds, warmup_seconds)
             if measure_once:
                 step.remeasure_drift = math.inf
+            if not calibrate:
+                step.calibrate = False
         return steps
 
     moved = copy.copy(lab)
@@ -365,8 +368,11 @@ def run_exercise(exercise: Exercise, lab: Lab, quiet: bool,
     # Warmed up for fewer rounds than its exercise asks (the tests' starting states), a step is
     # calibrated colder than it then runs, by design: measuring it again would repeat just that
     # (lab 01's right-size-pool: -68% CPU per request in its run, measured twice, 9 s more).
+    # No calibration rounds: an exercise judges what its run measured against limits Little's law
+    # gives (in_flight_limit, service_ms), never a bound calibrated from the server's CPU, and those
+    # rounds were a third of a check's time.
     lab = at_dir(lab, lab.dir, tuple(exercise.app_decides), min(caps, default=None), exercise.warmup_seconds,
-                 measure_once=warmup_rounds is not None)
+                 measure_once=warmup_rounds is not None, calibrate=False)
     results_dir = lab.dir / "target" / "pul" / "checks" / exercise.id
     params = check_params(exercise)
     argv = ["check", exercise.lab.number, exercise.id]

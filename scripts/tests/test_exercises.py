@@ -153,6 +153,24 @@ def test_a_starting_state_warmed_up_for_fewer_rounds_is_measured_once(monkeypatc
     assert float("inf") not in seen["drift"]
 
 
+def test_a_check_runs_no_calibration_rounds(monkeypatch):
+    """An exercise judges measured numbers against Little's-law limits; a calibrated bound would
+    only cost its rounds."""
+    driver = lab.resolve("03")
+    params = dict(driver.defaults)
+    assert all(s.calibrate for s in exercises.at_dir(driver, driver.dir).steps(params))
+    seen = {}
+
+    def fake_run(lab_at, _params, _options, _argv):
+        seen["calibrate"] = {s.calibrate for s in lab_at.steps(dict(lab_at.defaults))}
+        return {"variants": []}
+
+    monkeypatch.setattr(exercises, "run", fake_run)
+    monkeypatch.setattr(exercises, "judge", lambda *_args: [])
+    exercises.run_exercise(exercises.load(driver)[0], driver, quiet=True)
+    assert seen["calibrate"] == {False}
+
+
 def test_a_check_caps_the_rounds_of_a_step_first_on_its_server_too():
     # Lab 06's jdbc steps warm up in one round after other steps, with the defaults' rounds when
     # first on a cold server (an exercise measuring jdbc-connections=4 alone): the cap holds there too.
