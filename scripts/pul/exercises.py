@@ -370,7 +370,7 @@ def run_exercise(exercise: Exercise, lab: Lab, quiet: bool,
     # (lab 01's right-size-pool: -68% CPU per request in its run, measured twice, 9 s more).
     # No calibration rounds: an exercise judges what its run measured against limits Little's law
     # gives (in_flight_limit, service_ms), never a bound calibrated from the server's CPU, and those
-    # rounds were a third of a check's time.
+    # rounds took up to a third of a check's time.
     lab = at_dir(lab, lab.dir, tuple(exercise.app_decides), min(caps, default=None), exercise.warmup_seconds,
                  measure_once=warmup_rounds is not None, calibrate=False)
     results_dir = lab.dir / "target" / "pul" / "checks" / exercise.id
