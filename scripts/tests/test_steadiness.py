@@ -85,4 +85,11 @@ def test_a_slowed_core_is_never_passed_over_silently():
     assert machine.slowed_warning(steady) is None and machine.slowed_warning(None) is None
     slowed = machine.slowed_warning({"before": {"median_share": 0.97}, "after": {"median_share": 0.61}})
     assert "61% after the run" in slowed and "run again" in slowed
-    assert "97%" not in slowed
+    assert "97%" not in slowed and "one probe against the other" not in slowed
+    # Each probe steady against its own fastest sample, the core 35% slower in the second.
+    whole = {"before": {"median_share": 0.913, "fastest_count": 2130000},
+             "after": {"median_share": 0.982, "fastest_count": 1376000}}
+    slowed = machine.slowed_warning(whole)
+    assert "at 65% of its speed in one probe against the other" in slowed and "median" not in slowed
+    whole["after"]["fastest_count"] = 1900000
+    assert machine.slowed_warning(whole) is None
