@@ -206,10 +206,9 @@ def timeline_facts(v: dict, name: str) -> dict:
     """The median and the most of each TIMELINE_POOLS pool's TIMELINE_MEASURES over a variant's
     timeline samples (none for a pool or a variant without them)."""
     found = {}
-    pools = (v.get("timeline") or {}).get("pools") or {}
     for pool in TIMELINE_POOLS:
         for measure in TIMELINE_MEASURES:
-            values = [x for x in (pools.get(pool) or {}).get(measure, []) if x is not None]
+            values = report.timeline_samples(v, pool, measure)
             if values:
                 found[f"{measure}_median_{pool}_{name}"] = statistics.median(values)
                 found[f"{measure}_most_{pool}_{name}"] = max(values)

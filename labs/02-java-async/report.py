@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from pul import profile, report
+from pul import report
 from pul.claims import key as claims_key
 from pul.results import machine_line, markdown_table
 
@@ -74,8 +74,8 @@ def timeline_facts(results: dict) -> dict:
     found = {}
     for v in results["variants"]:
         for pool, measures in ((v.get("timeline") or {}).get("pools") or {}).items():
-            for measure, values in measures.items():
-                values = [x for x in values if x is not None]
+            for measure in measures:
+                values = report.timeline_samples(v, pool, measure)
                 if values:
                     name = f"{claims_key(pool)}_{measure}"
                     found[f"{name}_median_{claims_key(v['name'])}"] = statistics.median(values)
@@ -157,21 +157,15 @@ def profile_facts(lab) -> dict:
     column's share of them (profile_thread_start_SETUP, ...) and the share of samples on the threads
     started per task and on the default dispatcher's (PROFILE_POOL_FACTS). Empty without a profiled
     run."""
-    run = report.profiled_run(lab)
-    if run is None:
-        return {}
     found = {}
-    for name in PROFILED:
-        v = report.profiled_variant(run, name)
-        stacks = report.profile_stacks(lab, v)
+    for name, (v, shares) in report.profile_column_facts(lab, PROFILED, PROFILE_COLUMN_FACTS, PROFILE_COLUMNS).items():
         setup = claims_key(name)
         found[f"profile_requests_per_sec_{setup}"] = v["requests_per_sec"]
         found[f"profile_cpu_ms_{setup}"] = v["server_cpu_ms_per_request"]
         if v.get("jit_share") is not None:
             found[f"profile_jit_share_{setup}"] = v["jit_share"]
         found[f"profile_samples_{setup}"] = v["profile"]["samples"]
-        for fact, (_, match) in zip(PROFILE_COLUMN_FACTS, PROFILE_COLUMNS):
-            found[f"profile_{fact}_{setup}"] = round(profile.share_under(stacks, match), 4)
+        found.update(shares)
         for fact, pool in PROFILE_POOL_FACTS.items():
             found[f"profile_{fact}_{setup}"] = sum(p["share"] for p in v["profile"].get("pools", [])
                                                    if p["pool"] == pool)

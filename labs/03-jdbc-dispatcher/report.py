@@ -298,13 +298,11 @@ def timeline_facts(results: dict) -> dict:
     with every connection of its pool in use (connections_full_share_VARIANT)."""
     found = {}
     for v in results["variants"]:
-        pools = (v.get("timeline") or {}).get("pools") or {}
         for pool, measure, name in TIMELINE_FACTS:
-            values = [x for x in (pools.get(v.get("pool") if pool == report.OWN_POOL else pool) or {}).get(measure, [])
-                      if x is not None]
+            values = report.timeline_samples(v, v.get("pool") if pool == report.OWN_POOL else pool, measure)
             if values:
                 found[f"{name}_median_{claims_key(v['name'])}"] = statistics.median(values)
-        active = [x for x in (pools.get("connections") or {}).get("active", []) if x is not None]
+        active = report.timeline_samples(v, "connections", "active")
         size = (v.get("extra") or {}).get("connections")
         if active and size:
             found[f"connections_full_share_{claims_key(v['name'])}"] = round(sum(x >= size for x in active) / len(active), 3)

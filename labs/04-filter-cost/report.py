@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from pul import profile, report
+from pul import report
 from pul.results import _fmt, machine_line, markdown_table
 
 from .driver import (BASELINE, BASELINE_AGAIN, DEFAULT, KINDS, LOAD_SATURATED, NO_CSRF, SERVER_SATURATED,
@@ -138,18 +138,12 @@ def profile_facts(lab) -> dict:
     """What the chapter reads of the committed --profile run's table, per PROFILED set-up: its server
     CPU per request (profile_cpu_us_SETUP), its samples (profile_samples_SETUP) and each column's
     share of them (profile_materializer_SETUP, ...). Empty without a profiled run."""
-    run = report.profiled_run(lab)
-    if run is None:
-        return {}
     found = {}
-    for name in PROFILED:
-        v = report.profiled_variant(run, name)
-        stacks = report.profile_stacks(lab, v)
+    for name, (v, shares) in report.profile_column_facts(lab, PROFILED, PROFILE_COLUMN_FACTS, PROFILE_COLUMNS).items():
         setup = _fact(name)
         found[f"profile_cpu_us_{setup}"] = round(v["server_cpu_ms_per_request"] * 1000, 1)
         found[f"profile_samples_{setup}"] = v["profile"]["samples"]
-        for fact, (_, match) in zip(PROFILE_COLUMN_FACTS, PROFILE_COLUMNS):
-            found[f"profile_{fact}_{setup}"] = round(profile.share_under(stacks, match), 4)
+        found.update(shares)
     return found
 
 
@@ -196,9 +190,8 @@ def timeline_facts(results: dict) -> dict:
     if size:
         found["dispatcher_threads"] = size
     for v in (v for v in results["variants"] if v["name"] in TIMELINE):
-        default = ((v.get("timeline") or {}).get("pools") or {}).get("default") or {}
         for measure in ("busy", "queued"):
-            values = [x for x in default.get(measure, []) if x is not None]
+            values = report.timeline_samples(v, "default", measure)
             if values:
                 found[f"{measure}_median_{_fact(v['name'])}"] = statistics.median(values)
     return found

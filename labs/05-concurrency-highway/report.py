@@ -7,7 +7,7 @@ import math
 import re
 import statistics
 
-from pul import model, profile, report
+from pul import model, report
 from pul.claims import key as claims_key
 from pul.results import machine_line, predicted_cell
 
@@ -187,14 +187,9 @@ PROFILE_COLUMN_FACTS = ["akka_http", "akka_io", "play", "body_parser", "json", "
 def profile_facts(lab) -> dict:
     """What the chapter reads of the committed --profile run's table, per PROFILED step: each
     column's share of its samples (profile_akka_http_c_64, ...). Empty without a profiled run."""
-    run = report.profiled_run(lab)
-    if run is None:
-        return {}
     found = {}
-    for name in PROFILED:
-        stacks = report.profile_stacks(lab, report.profiled_variant(run, name))
-        for fact, (_, match) in zip(PROFILE_COLUMN_FACTS, PROFILE_COLUMNS):
-            found[f"profile_{fact}_{claims_key(name)}"] = round(profile.share_under(stacks, match), 4)
+    for _, shares in report.profile_column_facts(lab, PROFILED, PROFILE_COLUMN_FACTS, PROFILE_COLUMNS).values():
+        found.update(shares)
     return found
 
 
@@ -336,7 +331,7 @@ def timeline_facts(results: dict) -> dict:
         step = claims_key(v["name"])
         for pool in TIMELINE_POOLS:
             for measure in TIMELINE_MEASURES:
-                values = [x for x in ((timeline.get("pools") or {}).get(pool) or {}).get(measure, []) if x is not None]
+                values = report.timeline_samples(v, pool, measure)
                 if values:
                     found[f"{measure}_median_{pool}_{step}"] = statistics.median(values)
         cores = [x for x in timeline.get("cpu_cores", []) if x is not None]

@@ -117,8 +117,8 @@ def _medians(v: dict) -> dict:
     if timeline.get("jvm_threads_started") is not None:
         found[f"threads_started_{name}"] = timeline["jvm_threads_started"]
     for pool, measures in (timeline.get("pools") or {}).items():
-        for measure, values in measures.items():
-            values = [x for x in values if x is not None]
+        for measure in measures:
+            values = report.timeline_samples(v, pool, measure)
             if values:
                 found[f"{claims_key(pool)}_{measure}_median_{name}"] = statistics.median(values)
     return found

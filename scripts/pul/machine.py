@@ -152,7 +152,7 @@ def slowed_warning(steadiness: dict | None) -> str | None:
     # The two probes against each other: a host that slows the core for the whole of one probe
     # leaves that probe steady against its own fastest sample (lab 05 in a census here: after the
     # run 0.98 at the median, with its fastest sample at 65% of the one before).
-    fastest = [probe.get("fastest_count") for when, probe in sorted((steadiness or {}).items()) if probe]
+    fastest = [probe.get("fastest_count") for probe in (steadiness or {}).values() if probe]
     drop = (min(fastest) / max(fastest) if len(fastest) == 2 and all(fastest) else 1.0)
     if not slow and drop >= STEADY_SHARE:
         return None

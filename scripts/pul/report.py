@@ -14,6 +14,7 @@ import traceback
 from pathlib import Path
 
 from . import model, play3, profile
+from .claims import key as claim_key
 from .errors import BadResults, LabError
 from .lab import Lab
 from .results import load, machine_line, predicted_cell, write_text_atomic
@@ -438,15 +439,22 @@ unset multiplot
     return gnuplot_svg(script)
 
 
+def timeline_samples(v: dict, pool: str, measure: str) -> list:
+    """A pool's measure over a variant's timeline, the samples that have it (a gauge that could
+    not be read has none): [] without a timeline, that pool or that measure."""
+    found = (((v.get("timeline") or {}).get("pools") or {}).get(pool) or {}).get(measure, [])
+    return [x for x in found if x is not None]
+
+
 def timeline_sentence(v: dict, pool: str, size: int | None = None) -> str | None:
     """How one pool fared in a variant's timeline: the share of samples with every thread busy,
     and the median queue, e.g. for the book's reading of a timeline figure."""
     found = (v.get("timeline") or {}).get("pools", {}).get(pool)
     if not found or "busy" not in found:
         return None
-    size = size or _pool_size(found)
-    busy = [x for x in found["busy"] if x is not None]
-    queued = sorted(x for x in found.get("queued", []) if x is not None)
+    size = size or _pool_size(v, pool)
+    busy = timeline_samples(v, pool, "busy")
+    queued = sorted(timeline_samples(v, pool, "queued"))
     if not busy or not size:
         return None
     full = sum(x >= size for x in busy) / len(busy)
@@ -466,8 +474,8 @@ def timeline_notes(results: dict) -> list[str]:
             is not None]
 
 
-def _pool_size(found: dict) -> int | None:
-    threads = [x for x in found.get("threads", []) if x is not None]
+def _pool_size(v: dict, pool: str) -> int | None:
+    threads = timeline_samples(v, pool, "threads")
     return int(max(threads)) if threads else None
 
 
@@ -496,6 +504,23 @@ def profiled_variant(run: dict, name: str) -> dict:
 def profile_stacks(lab, v: dict):
     """The folded stacks of a variant of the lab's profiled run, read and checked."""
     return profile.read(profile.folded_file(lab.dir / "results" / PROFILE_DIR, v["profile"]))
+
+
+def profile_column_facts(lab, names: list[str], column_facts: list[str], columns: list[tuple]) -> dict:
+    """Per set-up in `names` of the lab's committed --profile run: its record, and the share of its
+    samples under each of `columns` ((title, match) as pul.profile.share_under takes it), named
+    profile_FACT_SETUP (FACT from `column_facts`, in the columns' order; SETUP the set-up's name
+    as a claim writes it): {name: (record, {fact: share})}, {} without a profiled run."""
+    run = profiled_run(lab)
+    if run is None:
+        return {}
+    found = {}
+    for name in names:
+        v = profiled_variant(run, name)
+        stacks = profile_stacks(lab, v)
+        found[name] = (v, {f"profile_{fact}_{claim_key(name)}": round(profile.share_under(stacks, match), 4)
+                           for fact, (_, match) in zip(column_facts, columns)})
+    return found
 
 
 def flame_figures(lab, run: dict, figures: dict[str, str], width: int = 1000, min_width: float = 0.5

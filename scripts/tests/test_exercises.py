@@ -138,19 +138,25 @@ def test_a_starting_state_warmed_up_for_fewer_rounds_is_measured_once(monkeypatc
     once = exercises.at_dir(driver, driver.dir, (), warmup_rounds=1, measure_once=True).steps(params)
     assert all(s.remeasure_drift == float("inf") for s in once)
     assert all(s.remeasure_drift < 1 for s in exercises.at_dir(driver, driver.dir).steps(params))
-    seen = {}
+    exercise = exercises.load(driver)[0]
+    steps = steps_a_check_runs(monkeypatch, exercise, driver, warmup_rounds=1)
+    assert {s.remeasure_drift for s in steps} == {float("inf")}
+    assert float("inf") not in {s.remeasure_drift for s in steps_a_check_runs(monkeypatch, exercise, driver)}
+
+
+def steps_a_check_runs(monkeypatch, exercise, driver, **options) -> list:
+    """The steps `scripts/lab check` would measure for `exercise` (with run_exercise's `options`),
+    the measurement itself replaced."""
+    seen = []
 
     def fake_run(lab_at, _params, _options, _argv):
-        seen["drift"] = {s.remeasure_drift for s in lab_at.steps(dict(lab_at.defaults))}
+        seen.extend(lab_at.steps(dict(lab_at.defaults)))
         return {"variants": []}
 
     monkeypatch.setattr(exercises, "run", fake_run)
     monkeypatch.setattr(exercises, "judge", lambda *_args: [])
-    exercise = exercises.load(driver)[0]
-    exercises.run_exercise(exercise, driver, quiet=True, warmup_rounds=1)
-    assert seen["drift"] == {float("inf")}
-    exercises.run_exercise(exercise, driver, quiet=True)
-    assert float("inf") not in seen["drift"]
+    exercises.run_exercise(exercise, driver, quiet=True, **options)
+    return seen
 
 
 def test_a_check_runs_no_calibration_rounds(monkeypatch):
@@ -159,16 +165,8 @@ def test_a_check_runs_no_calibration_rounds(monkeypatch):
     driver = lab.resolve("03")
     params = dict(driver.defaults)
     assert all(s.calibrate for s in exercises.at_dir(driver, driver.dir).steps(params))
-    seen = {}
-
-    def fake_run(lab_at, _params, _options, _argv):
-        seen["calibrate"] = {s.calibrate for s in lab_at.steps(dict(lab_at.defaults))}
-        return {"variants": []}
-
-    monkeypatch.setattr(exercises, "run", fake_run)
-    monkeypatch.setattr(exercises, "judge", lambda *_args: [])
-    exercises.run_exercise(exercises.load(driver)[0], driver, quiet=True)
-    assert seen["calibrate"] == {False}
+    steps = steps_a_check_runs(monkeypatch, exercises.load(driver)[0], driver)
+    assert steps and {s.calibrate for s in steps} == {False}
 
 
 def test_a_check_caps_the_rounds_of_a_step_first_on_its_server_too():
