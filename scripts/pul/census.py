@@ -36,7 +36,8 @@ from .progress import clock
 from .testing import CENSUS_VARIABLE
 
 REPO = Path(__file__).resolve().parents[2]
-PART_LINE = re.compile(r"^=== (?P<part>\S+): (?P<outcome>PASSED|FAILED) in (?P<seconds>\d+|\?)s")
+PART_LINE = re.compile(r"^=== (?P<part>\S+): (?P<outcome>PASSED|FAILED) in (?P<seconds>\d+|\?)s"
+                       r"(?:, CPU (?P<cpu>\d+)s)?")
 FAILED_TEST = re.compile(r"^FAILED (?P<test>\S+)")
 # A band that keeps less than this margin in any run is worth a look (the summary marks it).
 THIN_MARGIN = 0.03
@@ -73,14 +74,16 @@ def uncommitted(repo: Path) -> bool:
 
 
 def parse_log(text: str) -> tuple[dict, list[str]]:
-    """{part: {"passed": bool, "seconds": int | None}} and the failed tests, from scripts/test's output."""
+    """{part: {"passed": bool, "seconds": int | None, "cpu": int | None}} and the failed tests, from
+    scripts/test's output ("cpu": the part's CPU seconds, where the line gives them)."""
     parts, failed = {}, []
     for line in text.splitlines():
         found = PART_LINE.match(line)
         if found:
             seconds = found["seconds"]
             parts[found["part"]] = {"passed": found["outcome"] == "PASSED",
-                                    "seconds": int(seconds) if seconds.isdigit() else None}
+                                    "seconds": int(seconds) if seconds.isdigit() else None,
+                                    "cpu": int(found["cpu"]) if found["cpu"] else None}
         test = FAILED_TEST.match(line)
         if test:
             failed.append(test["test"])

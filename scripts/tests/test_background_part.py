@@ -47,3 +47,21 @@ def test_a_failed_part_s_error_lines_come_last(tmp_path):
     assert tail[0] == "--- book failed:", done.stdout
     assert tail[1] == "scripts/lab: error: the stub refuses", done.stdout
     assert tail[-1] == "0 passed, 1 failed", done.stdout
+
+
+def test_each_part_says_the_cpu_its_commands_used(tmp_path):
+    """Where the quiet phase's minutes go: its parts share two full cores, so a part's CPU, not its
+    time, says what it costs. A stubbed book part burns about a second of CPU in a child."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    real = subprocess.run(["bash", "-c", "command -v python3"], capture_output=True, text=True).stdout.strip()
+    (stub / "python3").write_text('#!/bin/bash\n[[ " $* " == *" pul.tools "* ]] && '
+                                  f'{{ {real} -c "exec(\'import time\\\\nt = time.process_time()\\\\n'
+                                  'while time.process_time() - t < 1.2: pass\')"; exit 3; }\n'
+                                  f'exec {real} "$@"\n')
+    (stub / "python3").chmod(0o755)
+    env = dict(os.environ, PATH=f"{stub}:{os.environ['PATH']}", PUL_TEST_OUTPUT=str(tmp_path / "out"))
+    done = subprocess.run([str(REPO / "scripts" / "test"), "book"], env=env, cwd=REPO,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    line = next(l for l in done.stdout.splitlines() if l.startswith("=== book: FAILED in "))
+    assert ", CPU 1s " in line, line

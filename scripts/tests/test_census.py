@@ -206,3 +206,16 @@ def test_a_run_made_otherwise_says_how_in_the_summary(stand_in, tmp_path):
     data["how"] = "the README's commands on a fresh machine; bands not recorded"
     path.write_text(json.dumps(data))
     assert "; the README's commands on a fresh machine; bands not recorded" in census.merged_summary([tmp_path / "census"])
+
+
+def test_a_part_line_gives_its_cpu_seconds_where_it_has_them():
+    """The quiet phase's length is its parts' CPU over two cores: the census keeps each part's."""
+    parts, failed = census.parse_log("=== labs: PASSED in 604s, CPU 1012s\n"
+                                     "=== book: FAILED in 5s, CPU 4s (in the background, beside labs;"
+                                     " collected after 983s) (log: test-output/book.log)\n"
+                                     "=== lab01: PASSED in 163s\n"
+                                     "FAILED t.py::test_x - boom\n")
+    assert parts == {"labs": {"passed": True, "seconds": 604, "cpu": 1012},
+                     "book": {"passed": False, "seconds": 5, "cpu": 4},
+                     "lab01": {"passed": True, "seconds": 163, "cpu": None}}
+    assert failed == ["t.py::test_x"]
