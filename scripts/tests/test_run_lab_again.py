@@ -1,0 +1,63 @@
+"""pul.testing.run_lab(..., again_if_slowed=True): a smoke run whose steadiness probes saw the host
+slow the server's core is measured again, saying so (issue #32: a host effect the probe sees is
+re-measured and said, never passed silently). A stand-in `scripts/lab` writes the results: the
+first run's after-probe at 65% of the speed of the one before it (lab 05 in census
+2026-12-07-final-amd, rep 2), then a steady run."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from pul import testing
+
+STAND_IN = r'''
+import json, sys
+from pathlib import Path
+args = sys.argv[1:]
+results = Path(args[args.index("--results-dir") + 1])
+counter = Path(sys.argv[0]).with_suffix(".count")
+calls = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(calls + 1))
+after = {"fastest_count": 2130000 if calls >= SLOWED else 1376000, "median_share": 0.98}
+data = {"duration_s": 10, "phase_seconds": {"measured runs": 10}, "call": calls,
+        "machine": {"steadiness": {"before": {"fastest_count": 2130000, "median_share": 0.91}, "after": after}}}
+results.mkdir(parents=True, exist_ok=True)
+(results / "latest.json").write_text(json.dumps(data))
+print("stand-in run", calls)
+'''
+
+
+@pytest.fixture
+def stand_in(tmp_path, monkeypatch):
+    def make(slowed_runs: int):
+        script = tmp_path / "lab.py"
+        script.write_text(STAND_IN.replace("SLOWED", str(slowed_runs)))
+        monkeypatch.setattr(testing, "LAB", [sys.executable, str(script)])
+        monkeypatch.delenv(testing.SMOKE_RESULTS_VARIABLE, raising=False)
+        return script.with_suffix(".count")
+    return make
+
+
+def test_a_slowed_run_is_measured_again_and_says_so(stand_in, tmp_path, capsys):
+    calls = stand_in(1)
+    data = testing.run_lab("05", results_dir=tmp_path / "r", again_if_slowed=True)
+    assert calls.read_text() == "2" and data["call"] == 1
+    assert "at 65% of its speed in one probe against the other" in data["measured_again"]
+    out = capsys.readouterr().out
+    assert "Measuring the whole run again, once" in out and "the second run too" not in out
+
+
+def test_a_second_slowed_run_is_checked_and_named(stand_in, tmp_path, capsys):
+    calls = stand_in(2)
+    data = testing.run_lab("05", results_dir=tmp_path / "r", again_if_slowed=True)
+    assert calls.read_text() == "2" and data["call"] == 1
+    assert "the second run too" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("again", [False, True])
+def test_a_steady_run_or_a_lab_that_does_not_ask_runs_once(stand_in, tmp_path, again):
+    calls = stand_in(0 if again else 1)
+    data = testing.run_lab("05", results_dir=tmp_path / "r", again_if_slowed=again)
+    assert calls.read_text() == "1" and data["call"] == 0 and "measured_again" not in data
