@@ -14,7 +14,7 @@ from .progress import Progress
 from .remote import parse_target
 from .run import RunOptions, bench_lock, run
 from .serve import DEFAULT_PORT, LOOPBACK, ServeOptions, serve
-from .server import build
+from .server import build_together
 from .watchdog import clean_leftovers
 
 USAGE = """scripts/lab COMMAND [...]
@@ -76,8 +76,17 @@ def cmd_build(argv: list[str]) -> int:
                              "a lab whose tests fail is not staged")
     add_play_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    # The labs' solved copies that `check --solution --prepare DIR` left in DIR/labs (scripts/test).
+    parser.add_argument("--in", type=Path, dest="copies", metavar="DIR", help=argparse.SUPPRESS)
     options = parser.parse_args(argv[1:])
     labs = [resolve(name) for name in options.labs] or [lab for _, _, lab in all_labs() if lab]
+    dirs = [lab.dir for lab in labs]
+    if options.copies is not None:
+        dirs = [options.copies.resolve() / "labs" / lab.dir.name for lab in labs]
+        missing = [str(d) for d in dirs if not (d / "build.sbt").is_file()]
+        if missing:
+            raise UsageError(f"no prepared copy of a lab at {', '.join(missing)} "
+                             "(scripts/lab check NN --solution --prepare DIR makes one)")
     line = playline.choose(options.play)
     clean_leftovers()
     progress = Progress(quiet=options.quiet)
@@ -87,13 +96,13 @@ def cmd_build(argv: list[str]) -> int:
     try:
         # A build takes the machine's cores: not while someone measures.
         with bench_lock(progress):
-            for number, lab in enumerate(labs):
-                # The instruments module's tests with the first lab's only: they test the module alone.
-                build(lab.dir, children, progress, force=options.rebuild, test=options.test,
-                      test_instruments=number == 0)
-                progress.clear()
-                print(f"{lab.dir.name}: built on {playline.LINES[line]}"
-                      f"{', ' + tests_passed(lab.dir) if options.test else ''}, ready to run")
+            # In one sbt (the instruments module's tests with the first lab's only: they test the
+            # module alone).
+            build_together(dirs, children, progress, force=options.rebuild, test=options.test)
+            progress.clear()
+            for lab_dir in dirs:
+                print(f"{lab_dir if options.copies else lab_dir.name}: built on {playline.LINES[line]}"
+                      f"{', ' + tests_passed(lab_dir) if options.test else ''}, ready to run")
     finally:
         children.stop_all()
     return 0

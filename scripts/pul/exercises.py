@@ -539,24 +539,16 @@ def cmd_check(argv: list[str]) -> int:
 
 def prepare(lab: Lab, exercises: list[Exercise], root: Path, quiet: bool) -> int:
     """`check --solution --prepare DIR`: the lab copied into DIR with the exercises' solutions
-    applied, and built; what a later check of that copy would build, done now."""
+    applied, for a later check of that copy. `scripts/lab build --in DIR LAB...` then builds the
+    copies (in one sbt), or that check builds its own."""
     for exercise in exercises:
         if not exercise.solution.exists():
             raise ExerciseSpecError(f"exercise {exercise.id} has no solution file {exercise.solution}")
     copy_dir = copy_into(lab, root)
     for exercise in exercises:
         apply_patch(exercise.solution, copy_dir)
-    progress = Progress(quiet=quiet)
-    children = Children()
-    try:
-        # A build takes the machine's cores: not while someone measures.
-        with bench_lock(progress):
-            build(copy_dir, children, progress)
-    finally:
-        children.stop_all()
-    progress.clear()
-    print(f"{copy_dir}: {lab.dir.name} with the solutions of {', '.join(e.id for e in exercises)}, "
-          f"built on {playline.LINES[playline.current()]}")
+    print(f"{copy_dir}: {lab.dir.name} with the solutions of {', '.join(e.id for e in exercises)}; "
+          f"build it with scripts/lab build --in {root} {lab.number}")
     return 0
 
 

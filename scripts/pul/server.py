@@ -9,8 +9,10 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -61,11 +63,9 @@ def build(lab_dir: Path, children: Children, progress: Progress, force: bool = F
     and the instruments module's own tests first unless `test_instruments` is false."""
     target = playline.target_dir(lab_dir)
     stamp = target / "pul-staged.stamp"
-    script = staged_script(lab_dir)
-    if (not force and not test and script and stamp.exists()
-            and stamp.stat().st_mtime >= _newest_input(lab_dir)):
+    if not force and not test and up_to_date(lab_dir):
         progress.step(f"build: {lab_dir.name} is up to date (use --rebuild to force)")
-        return script
+        return staged_script(lab_dir)
     log_path = target / "pul-build.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     line = playline.current()
@@ -90,6 +90,99 @@ def build(lab_dir: Path, children: Children, progress: Progress, force: bool = F
     stamp.write_text(f"{started_at}\n")
     os.utime(stamp, (started_at, started_at))
     return script
+
+
+def up_to_date(lab_dir: Path) -> bool:
+    """Staged on the current Play line since its inputs last changed."""
+    stamp = playline.target_dir(lab_dir) / "pul-staged.stamp"
+    return (staged_script(lab_dir) is not None and stamp.exists()
+            and stamp.stat().st_mtime >= _newest_input(lab_dir))
+
+
+# The line sbt prints after each command that succeeded (plain output: -Dsbt.log.noformat).
+_SUCCESS = re.compile(r"^\[success\] Total time")
+
+
+def split_by_command(output: str, owners: list) -> tuple[dict, int]:
+    """sbt's output of several commands, each cut after its [success] line and given to its owner
+    (owners[i] ran command i), and how many commands succeeded. The first command's part holds
+    sbt's loading too; the command that did not succeed gets everything after the last success."""
+    logs: dict = {}
+    done = 0
+    for text in output.splitlines(keepends=True):
+        owner = owners[min(done, len(owners) - 1)]
+        logs[owner] = logs.get(owner, "") + text
+        if _SUCCESS.match(text):
+            done += 1
+    return logs, min(done, len(owners))
+
+
+def build_together(lab_dirs: list[Path], children: Children, progress: Progress, force: bool = False,
+                   test: bool = False) -> list[Path]:
+    """What build() does for each lab, in one sbt for them all: a scratch build that aggregates the
+    labs' own builds (RootProject, each with its project/ and target/), runs each lab's tasks in
+    turn (with `test`, the instruments module's tests once, first) and splits sbt's output into each
+    lab's pul-build.log. One JVM loads sbt and warms its compilers once instead of once a lab: the
+    labs part of the suite spends most of its CPU there. Labs with a test-env (a PostgreSQL) run
+    inside each one. A lab that is up to date is skipped, as build() skips it."""
+    todo = [d for d in lab_dirs if force or test or not up_to_date(d)]
+    if len(todo) < 2:
+        return [build(d, children, progress, force=force, test=test, test_instruments=i == 0)
+                for i, d in enumerate(lab_dirs)]
+    line = playline.current()
+    plan: list[tuple[Path, str]] = []
+    for number, lab_dir in enumerate(todo):
+        tasks = [*(["instruments/test"] if test and number == 0 else []), *(["test"] if test else []), "stage"]
+        plan += [(lab_dir, task) for task in tasks]
+    # A build's projects are named with its URI: {file:/…/labs/01-non-blocking/}root/test.
+    commands = [f"{{{d.resolve().as_uri()}/}}{task if '/' in task else 'root/' + task}" for d, task in plan]
+    wrappers = [str(d / "test-env") for d in todo if test and os.access(d / "test-env", os.X_OK)]
+    names = " ".join(d.name[:2] for d in todo)
+    progress.step(f"building labs {names} on {playline.LINES[line]} in one sbt (a line's first build downloads "
+                  "~270 MB, about a minute)")
+    scratch = Path(tempfile.mkdtemp(prefix="pul-build-together-"))
+    try:
+        (scratch / "project").mkdir()
+        shutil.copy(todo[0] / "project" / "build.properties", scratch / "project" / "build.properties")
+        refs = ",\n".join(f'  RootProject(file("{d.resolve()}"))' for d in todo)
+        # The aggregate has no sources of its own. Its commands name each lab's projects, one lab at
+        # a time: two labs' Play tests (and their databases) never run at once.
+        (scratch / "build.sbt").write_text(
+            "lazy val together = (project in file(\".\"))\n"
+            "  .settings(autoScalaLibrary := false, managedScalaInstance := false)\n"
+            f"  .aggregate(\n{refs}\n  )\n")
+        log_path = scratch / "sbt.log"
+        started_at = time.time()
+        with log_path.open("w") as log:
+            child = children.start([*wrappers, str(SBT), *commands], cwd=scratch, stdout=log, name="sbt")
+            while child.poll() is None:
+                progress.update(_last_line(log_path) or "starting sbt")
+                time.sleep(0.5)
+            children.stop(child)
+        progress.clear()
+        logs, failed_at = split_by_command(log_path.read_text(errors="replace"), [d for d, _ in plan])
+        for lab_dir, text in logs.items():
+            target = playline.target_dir(lab_dir)
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "pul-build.log").write_text(text)
+        if child.popen.returncode != 0 or failed_at < len(plan):
+            lab_dir, task = plan[min(failed_at, len(plan) - 1)]
+            own = playline.target_dir(lab_dir) / "pul-build.log"
+            raise BuildFailed(f"`sbt {task}` failed in {lab_dir} on {playline.LINES[line]}, built in one sbt with "
+                              f"labs {names} (log: {own}):\n{_tail(own, 80 if test else 25)}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    scripts = []
+    for lab_dir in lab_dirs:
+        script = staged_script(lab_dir)
+        if script is None:
+            raise BuildFailed(f"sbt left no start script in {lab_dir} on {playline.LINES[line]}")
+        if lab_dir in todo:
+            stamp = playline.target_dir(lab_dir) / "pul-staged.stamp"
+            stamp.write_text(f"{started_at}\n")
+            os.utime(stamp, (started_at, started_at))
+        scripts.append(script)
+    return scripts
 
 
 def _last_line(path: Path) -> str:

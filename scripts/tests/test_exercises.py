@@ -84,9 +84,10 @@ def test_a_scratch_copy_sits_beside_what_a_labs_build_reads(tmp_path, monkeypatc
         assert (copy_dir / ".." / "sbt" / "marker").read_text() == "labs/sbt"
 
 
-def test_prepare_builds_the_solved_copy_a_later_check_finds(tmp_path, monkeypatch, capsys):
+def test_prepare_solves_a_copy_for_a_later_build_and_check(tmp_path, monkeypatch, capsys):
     # `check --solution --prepare DIR` (scripts/test's labs part, for the workshop part): the copy
-    # at DIR/labs/NN-name with every solution applied, built, and an earlier copy replaced.
+    # at DIR/labs/NN-name with every solution applied and an earlier copy replaced; built later, with
+    # the other labs' copies, by `scripts/lab build --in DIR` (the build is not prepare's).
     lab_dir = tmp_path / "repo" / "labs" / "01-demo"
     (lab_dir / "app").mkdir(parents=True)
     (lab_dir / "app" / "A.java").write_text("class A {}\n")
@@ -94,20 +95,16 @@ def test_prepare_builds_the_solved_copy_a_later_check_finds(tmp_path, monkeypatc
     patch = tmp_path / "fix.patch"
     patch.write_text("--- a/app/A.java\n+++ b/app/A.java\n@@ -1 +1 @@\n-class A {}\n+class A { int solved; }\n")
     monkeypatch.setattr(exercises, "REPO", tmp_path / "repo")
-    monkeypatch.setenv("PUL_BENCH_LOCK_HELD", "1")
-    built = []
-    monkeypatch.setattr(exercises, "build", lambda copy_dir, children, progress: built.append(copy_dir))
     demo = type("Demo", (), {"number": "01", "dir": lab_dir})()
     solved = type("Solved", (), {"id": "fix", "solution": patch})()
     root = tmp_path / "prepared"
     (root / "labs" / "01-demo" / "stale").mkdir(parents=True)
     assert exercises.prepare(demo, [solved], root, quiet=True) == 0
     copy_dir = root / "labs" / "01-demo"
-    assert built == [copy_dir]
     assert (copy_dir / "app" / "A.java").read_text() == "class A { int solved; }\n"
     assert not (copy_dir / "stale").exists() and not (copy_dir / "results").exists()
     assert (root / "scripts").resolve() == (tmp_path / "repo" / "scripts").resolve()
-    assert "with the solutions of fix, built on" in capsys.readouterr().out
+    assert f"build it with scripts/lab build --in {root} 01" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("args", [("--prepare", "x"), ("--prepare", "x", "--solution", "--lab-dir", "y"),

@@ -1,0 +1,53 @@
+"""`scripts/lab build A B --test` builds the labs in one sbt (pul.server.build_together): sbt's
+output is cut after each command's [success] line and each part goes to its lab's pul-build.log,
+where `tests_passed` reads what the lab's Play tests said; a failure names the lab and the task
+whose command did not succeed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from pul import server
+from pul.testing import REPO
+
+OUTPUT = """[info] welcome to sbt 1.13.0
+[info] loading project definition from /l/01/project
+[info] Passed: Total 3, Failed 0, Errors 0, Passed 3
+[success] Total time: 9 s, completed Dec 7, 2026
+[info] Passed: Total 8, Failed 0, Errors 0, Passed 8
+[success] Total time: 12 s, completed Dec 7, 2026
+[info] Main Scala API documentation to ...
+[success] Total time: 3 s, completed Dec 7, 2026
+[info] Passed: Total 5, Failed 0, Errors 0, Passed 5
+[success] Total time: 7 s, completed Dec 7, 2026
+"""
+
+
+def test_each_command_s_output_goes_to_its_lab_with_sbt_s_loading_in_the_first():
+    logs, done = server.split_by_command(OUTPUT, ["01", "01", "01", "02", "02"])
+    assert done == 4
+    assert logs["01"].startswith("[info] welcome to sbt") and "Passed 8" in logs["01"]
+    assert logs["02"] == "[info] Passed: Total 5, Failed 0, Errors 0, Passed 5\n[success] Total time: 7 s, " \
+                         "completed Dec 7, 2026\n"
+
+
+def test_the_command_that_failed_gets_the_rest_and_is_counted():
+    failed = OUTPUT.split("[info] Passed: Total 5")[0] + "[error] Failed: Total 5, Failed 1\n[error] (Test / test) sbt.TestsFailedException\n"
+    logs, done = server.split_by_command(failed, ["01", "01", "01", "02", "02"])
+    assert done == 3
+    assert logs["02"].startswith("[error] Failed: Total 5") and "TestsFailedException" in logs["02"]
+    assert "[error]" not in logs["01"]
+
+
+def test_sbt_that_fails_while_loading_gives_it_all_to_the_first_lab():
+    logs, done = server.split_by_command("[info] loading\n[error] not found: plugin\n", ["01", "02"])
+    assert done == 0 and list(logs) == ["01"]
+
+
+def test_a_build_of_copies_that_were_never_prepared_is_refused_at_once(tmp_path):
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "lab"), "build", "--in", str(tmp_path), "01"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"no prepared copy of a lab at {tmp_path}/labs/01-non-blocking" in done.stderr
+    assert "--solution --prepare DIR makes one" in done.stderr
