@@ -117,6 +117,17 @@ def split_by_command(output: str, owners: list) -> tuple[dict, int]:
     return logs, min(done, len(owners))
 
 
+def aggregate_build(lab_dirs: list[Path]) -> str:
+    """The build.sbt of a scratch build that aggregates these labs' own builds. It has no sources of
+    its own; build_together's commands name each lab's projects, one lab at a time, so two labs'
+    Play tests (and their databases) never run at once."""
+    # json.dumps: a Scala string literal, whatever the path holds (a quote, a backslash).
+    refs = ",\n".join(f"    RootProject(file({json.dumps(str(d.resolve()))}))" for d in lab_dirs)
+    return ("lazy val together = (project in file(\".\"))\n"
+            "  .settings(autoScalaLibrary := false, managedScalaInstance := false)\n"
+            f"  .aggregate(\n{refs}\n  )\n")
+
+
 def build_together(lab_dirs: list[Path], children: Children, progress: Progress, force: bool = False,
                    test: bool = False) -> list[Path]:
     """What build() does for each lab, in one sbt for them all: a scratch build that aggregates the
@@ -144,13 +155,7 @@ def build_together(lab_dirs: list[Path], children: Children, progress: Progress,
     try:
         (scratch / "project").mkdir()
         shutil.copy(todo[0] / "project" / "build.properties", scratch / "project" / "build.properties")
-        refs = ",\n".join(f'  RootProject(file("{d.resolve()}"))' for d in todo)
-        # The aggregate has no sources of its own. Its commands name each lab's projects, one lab at
-        # a time: two labs' Play tests (and their databases) never run at once.
-        (scratch / "build.sbt").write_text(
-            "lazy val together = (project in file(\".\"))\n"
-            "  .settings(autoScalaLibrary := false, managedScalaInstance := false)\n"
-            f"  .aggregate(\n{refs}\n  )\n")
+        (scratch / "build.sbt").write_text(aggregate_build(todo))
         log_path = scratch / "sbt.log"
         started_at = time.time()
         with log_path.open("w") as log:

@@ -51,3 +51,11 @@ def test_a_build_of_copies_that_were_never_prepared_is_refused_at_once(tmp_path)
     assert done.returncode == 2, done.stderr
     assert f"no prepared copy of a lab at {tmp_path}/labs/01-non-blocking" in done.stderr
     assert "--solution --prepare DIR makes one" in done.stderr
+
+
+def test_the_aggregate_names_each_lab_in_a_scala_string_whatever_its_path(tmp_path):
+    odd = tmp_path / 'a "quoted" \\ lab'
+    text = server.aggregate_build([tmp_path / "01-one", odd])
+    assert f'RootProject(file("{tmp_path}/01-one"))' in text
+    assert f'RootProject(file("{tmp_path}/a \\"quoted\\" \\\\ lab"))' in text
+    assert text.count("RootProject") == 2 and "autoScalaLibrary := false" in text
