@@ -128,6 +128,22 @@ def aggregate_build(lab_dirs: list[Path]) -> str:
             f"  .aggregate(\n{refs}\n  )\n")
 
 
+def own_bases(lab_dirs: list[Path]) -> str:
+    """An sbt `set` command that gives each lab's build its own directory as zinc's ${BASE}.
+
+    Zinc records a source by its path relative to ${BASE}, and a path outside every root as it is.
+    sbt makes BASE the directory it started in (rootPaths, one per build, in sbt's
+    Defaults.buildLevelJvmSettings; the file converter is made from it), here the scratch build's:
+    each lab's records would name its sources by absolute path, and the lab's own sbt (a later `sbt
+    run`, or a copy of the lab for an exercise) would compile all of it again. A .sbt file's settings
+    stay in its own build; `set` reaches the others. (Each lab's build definition, project/, is
+    compiled while sbt loads, before any command: the lab's own sbt compiles that again, seconds.)"""
+    settings = ", ".join(
+        f"BuildRef(file({path}).toPath.toUri) / rootPaths ~= (_ + (\"BASE\" -> file({path}).toPath))"
+        for path in (json.dumps(str(d.resolve())) for d in lab_dirs))
+    return f"set Seq({settings})"
+
+
 def build_together(lab_dirs: list[Path], children: Children, progress: Progress, force: bool = False,
                    test: bool = False) -> list[Path]:
     """What build() does for each lab, in one sbt for them all: a scratch build that aggregates the
@@ -146,7 +162,8 @@ def build_together(lab_dirs: list[Path], children: Children, progress: Progress,
         tasks = [*(["instruments/test"] if test and number == 0 else []), *(["test"] if test else []), "stage"]
         plan += [(lab_dir, task) for task in tasks]
     # A build's projects are named with its URI: {file:/…/labs/01-non-blocking/}root/test.
-    commands = [f"{{{d.resolve().as_uri()}/}}{task if '/' in task else 'root/' + task}" for d, task in plan]
+    commands = [own_bases(todo),
+                *(f"{{{d.resolve().as_uri()}/}}{task if '/' in task else 'root/' + task}" for d, task in plan)]
     wrappers = [str(d / "test-env") for d in todo if test and os.access(d / "test-env", os.X_OK)]
     names = " ".join(d.name[:2] for d in todo)
     progress.step(f"building labs {names} on {playline.LINES[line]} in one sbt (a line's first build downloads "

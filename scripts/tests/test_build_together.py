@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import zipfile
 
-from pul import server
+import pytest
+
+from pul import playline, server
+from pul.lab import all_labs
 from pul.testing import REPO
 
 OUTPUT = """[info] welcome to sbt 1.13.0
@@ -59,3 +63,43 @@ def test_the_aggregate_names_each_lab_in_a_scala_string_whatever_its_path(tmp_pa
     assert f'RootProject(file("{tmp_path}/01-one"))' in text
     assert f'RootProject(file("{tmp_path}/a \\"quoted\\" \\\\ lab"))' in text
     assert text.count("RootProject") == 2 and "autoScalaLibrary := false" in text
+
+
+def test_each_lab_s_build_gets_its_own_directory_as_zinc_s_base(tmp_path):
+    command = server.own_bases([tmp_path / "01-one", tmp_path / 'a "quoted" lab'])
+    assert command.startswith("set Seq(") and command.count("rootPaths ~=") == 2
+    assert (f'BuildRef(file("{tmp_path}/01-one").toPath.toUri) / rootPaths ~= '
+            f'(_ + ("BASE" -> file("{tmp_path}/01-one").toPath))') in command
+    assert f'file("{tmp_path}/a \\"quoted\\" lab")' in command
+
+
+def zinc_records(lab_dir):
+    """The lab's zinc analyses on both lines (main and test), as bytes: its sources are named there
+    as sbt's file converter wrote them."""
+    for line in playline.LINES:
+        for analysis in playline.target_dir(lab_dir, line).glob("scala-2.13/*zinc/inc_compile_2.13.zip"):
+            with zipfile.ZipFile(analysis) as archive:
+                yield analysis, archive.read("inc_compile.bin")
+
+
+@pytest.mark.slow
+def test_the_labs_part_left_each_lab_s_zinc_records_relative_to_the_lab():
+    """Run by the labs part once it built every lab in one sbt per half and line: each lab's sources
+    are recorded as ${BASE}/app/..., as the lab's own sbt records them, so that `cd labs/NN && sbt
+    run` afterwards compiles nothing (the lifecycle part's dev-mode test, a reader's first `sbt run`).
+    With the scratch build's directory as BASE, they were absolute paths and sbt compiled every lab
+    again."""
+    found = 0
+    for _, lab_dir, lab in all_labs():
+        if lab is None:
+            continue
+        for analysis, records in zinc_records(lab_dir):
+            found += 1
+            # (Classpath entries are absolute either way: only the sources' names matter.)
+            for folder in ("app", "test"):
+                assert f"{lab_dir.resolve()}/{folder}/".encode() not in records, \
+                    f"{analysis} names the lab's sources in {folder}/ by absolute path"
+            assert b"${BASE}/app/" in records or b"${BASE}/test/" in records, \
+                f"{analysis} names no source relative to the lab"
+    if not found:
+        pytest.skip("no lab is built here (the labs part builds them)")
