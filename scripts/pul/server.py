@@ -59,42 +59,65 @@ def staged_script(lab_dir: Path) -> Path | None:
 def build(lab_dir: Path, children: Children, progress: Progress, force: bool = False, test: bool = False,
           test_instruments: bool = True) -> Path:
     """`sbt stage` on the current Play line, skipped when nothing changed since its last successful build.
-    With `test`, `sbt test stage` (in the lab's test-env, if it has one: lab 03's PostgreSQL), always,
+    With `test`, `sbt test stage` (in the lab's test-env, if it has one: a database), always,
     and the instruments module's own tests first unless `test_instruments` is false."""
-    target = playline.target_dir(lab_dir)
-    stamp = target / "pul-staged.stamp"
     if not force and not test and up_to_date(lab_dir):
         progress.step(f"build: {lab_dir.name} is up to date (use --rebuild to force)")
         return staged_script(lab_dir)
-    log_path = target / "pul-build.log"
+    log_path = playline.target_dir(lab_dir) / "pul-build.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     line = playline.current()
     # The module's tests need only the module: the same sources on the same line pass or fail alike
-    # in every lab, so a build of several labs runs them once (cli.cmd_build).
-    tasks = [*(["instruments/test"] if test_instruments else []), "test", "stage"] if test else ["stage"]
-    wrapper = [str(lab_dir / "test-env")] if test and os.access(lab_dir / "test-env", os.X_OK) else []
+    # in every lab, so a build of several labs runs them once (build_together).
+    tasks = _tasks(test, test_instruments)
     progress.step(f"building {lab_dir.name} on {playline.LINES[line]} (sbt {' '.join(tasks)}; a line's first "
                   "build downloads ~270 MB, about a minute)")
     started_at = time.time()
+    returncode = _run_sbt([*_test_env([lab_dir], test), str(SBT), *tasks], lab_dir, log_path, children, progress)
+    script = staged_script(lab_dir)
+    if returncode != 0 or script is None:
+        raise BuildFailed(f"`sbt {' '.join(tasks)}` failed in {lab_dir} on {playline.LINES[line]} "
+                          f"(log: {log_path}):\n{_tail(log_path, 80 if test else 25)}")
+    _stamp(lab_dir, started_at)
+    return script
+
+
+def _tasks(test: bool, test_instruments: bool) -> list[str]:
+    """A lab's sbt tasks: `stage`, after its Play tests (and the instruments module's) with `test`."""
+    return [*(["instruments/test"] if test and test_instruments else []), *(["test"] if test else []), "stage"]
+
+
+def _test_env(lab_dirs: list[Path], test: bool) -> list[str]:
+    """The labs' test-env wrappers (a database for their Play tests), for a build that tests."""
+    return [str(d / "test-env") for d in lab_dirs if test and os.access(d / "test-env", os.X_OK)]
+
+
+def _run_sbt(command: list[str], cwd: Path, log_path: Path, children: Children, progress: Progress) -> int:
+    """sbt's command run to its end, its output in `log_path`, its last line as progress; its exit code."""
     with log_path.open("w") as log:
-        child = children.start([*wrapper, str(SBT), *tasks], cwd=lab_dir, stdout=log, name="sbt")
+        child = children.start(command, cwd=cwd, stdout=log, name="sbt")
         while child.poll() is None:
             progress.update(_last_line(log_path) or "starting sbt")
             time.sleep(0.5)
         children.stop(child)
     progress.clear()
-    script = staged_script(lab_dir)
-    if child.popen.returncode != 0 or script is None:
-        raise BuildFailed(f"`sbt {' '.join(tasks)}` failed in {lab_dir} on {playline.LINES[line]} "
-                          f"(log: {log_path}):\n{_tail(log_path, 80 if test else 25)}")
+    return child.popen.returncode
+
+
+def _stamp_file(lab_dir: Path) -> Path:
+    return playline.target_dir(lab_dir) / "pul-staged.stamp"
+
+
+def _stamp(lab_dir: Path, started_at: float) -> None:
+    """The lab staged on the current line as of `started_at`: what up_to_date compares its inputs with."""
+    stamp = _stamp_file(lab_dir)
     stamp.write_text(f"{started_at}\n")
     os.utime(stamp, (started_at, started_at))
-    return script
 
 
 def up_to_date(lab_dir: Path) -> bool:
     """Staged on the current Play line since its inputs last changed."""
-    stamp = playline.target_dir(lab_dir) / "pul-staged.stamp"
+    stamp = _stamp_file(lab_dir)
     return (staged_script(lab_dir) is not None and stamp.exists()
             and stamp.stat().st_mtime >= _newest_input(lab_dir))
 
@@ -107,14 +130,13 @@ def split_by_command(output: str, owners: list) -> tuple[dict, int]:
     """sbt's output of several commands, each cut after its [success] line and given to its owner
     (owners[i] ran command i), and how many commands succeeded. The first command's part holds
     sbt's loading too; the command that did not succeed gets everything after the last success."""
-    logs: dict = {}
+    lines: dict = {}
     done = 0
     for text in output.splitlines(keepends=True):
-        owner = owners[min(done, len(owners) - 1)]
-        logs[owner] = logs.get(owner, "") + text
+        lines.setdefault(owners[min(done, len(owners) - 1)], []).append(text)
         if _SUCCESS.match(text):
             done += 1
-    return logs, min(done, len(owners))
+    return {owner: "".join(texts) for owner, texts in lines.items()}, min(done, len(owners))
 
 
 def aggregate_build(lab_dirs: list[Path]) -> str:
@@ -157,14 +179,10 @@ def build_together(lab_dirs: list[Path], children: Children, progress: Progress,
         return [build(d, children, progress, force=force, test=test, test_instruments=i == 0)
                 for i, d in enumerate(lab_dirs)]
     line = playline.current()
-    plan: list[tuple[Path, str]] = []
-    for number, lab_dir in enumerate(todo):
-        tasks = [*(["instruments/test"] if test and number == 0 else []), *(["test"] if test else []), "stage"]
-        plan += [(lab_dir, task) for task in tasks]
-    # A build's projects are named with its URI: {file:/…/labs/01-non-blocking/}root/test.
+    plan = [(lab_dir, task) for number, lab_dir in enumerate(todo) for task in _tasks(test, number == 0)]
+    # A build's projects are named with its URI: {file:/…/labs/NN-name/}root/test.
     commands = [own_bases(todo),
                 *(f"{{{d.resolve().as_uri()}/}}{task if '/' in task else 'root/' + task}" for d, task in plan)]
-    wrappers = [str(d / "test-env") for d in todo if test and os.access(d / "test-env", os.X_OK)]
     names = " ".join(d.name[:2] for d in todo)
     progress.step(f"building labs {names} on {playline.LINES[line]} in one sbt (a line's first build downloads "
                   "~270 MB, about a minute)")
@@ -175,19 +193,13 @@ def build_together(lab_dirs: list[Path], children: Children, progress: Progress,
         (scratch / "build.sbt").write_text(aggregate_build(todo))
         log_path = scratch / "sbt.log"
         started_at = time.time()
-        with log_path.open("w") as log:
-            child = children.start([*wrappers, str(SBT), *commands], cwd=scratch, stdout=log, name="sbt")
-            while child.poll() is None:
-                progress.update(_last_line(log_path) or "starting sbt")
-                time.sleep(0.5)
-            children.stop(child)
-        progress.clear()
+        returncode = _run_sbt([*_test_env(todo, test), str(SBT), *commands], scratch, log_path, children, progress)
         logs, failed_at = split_by_command(log_path.read_text(errors="replace"), [d for d, _ in plan])
         for lab_dir, text in logs.items():
             target = playline.target_dir(lab_dir)
             target.mkdir(parents=True, exist_ok=True)
             (target / "pul-build.log").write_text(text)
-        if child.popen.returncode != 0 or failed_at < len(plan):
+        if returncode != 0 or failed_at < len(plan):
             lab_dir, task = plan[min(failed_at, len(plan) - 1)]
             own = playline.target_dir(lab_dir) / "pul-build.log"
             raise BuildFailed(f"`sbt {task}` failed in {lab_dir} on {playline.LINES[line]}, built in one sbt with "
@@ -200,9 +212,7 @@ def build_together(lab_dirs: list[Path], children: Children, progress: Progress,
         if script is None:
             raise BuildFailed(f"sbt left no start script in {lab_dir} on {playline.LINES[line]}")
         if lab_dir in todo:
-            stamp = playline.target_dir(lab_dir) / "pul-staged.stamp"
-            stamp.write_text(f"{started_at}\n")
-            os.utime(stamp, (started_at, started_at))
+            _stamp(lab_dir, started_at)
         scripts.append(script)
     return scripts
 
