@@ -535,7 +535,7 @@ class Server:
 
         For warm-up only: pinned with the server, on one core, a compiler thread gets about one
         runnable thread's share of it, and the compiles that make the server fast took minutes
-        (lab 02's ws still used 20% of the core for them after 8 rounds). A production server's
+        (a server calling WS still used 20% of the core for them after 8 rounds). A production server's
         compiler threads run on its other cores. pin_compiler() puts them back before anything
         is measured."""
         if self.server_cpus is None or self.child is None or START_CPUS == set(parse_cpu_list(self.server_cpus)):
