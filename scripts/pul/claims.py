@@ -41,13 +41,14 @@ reader learns where theirs differ from them.
 from __future__ import annotations
 
 import ast
-import operator
 import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import expressions
 from .errors import LabError
+from .expressions import ExpressionError
 from .results import load
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,10 +56,6 @@ BOOK = REPO / "book" / "src"
 CLAIM = re.compile(r"<!--\s*claim:\s*(.*?)\s*-->", re.S)
 LAB_NAME = re.compile(r"lab(\d\d)$")
 
-COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-           ast.Gt: operator.gt, ast.GtE: operator.ge}
-BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-FUNCTIONS = {"min": min, "max": max, "abs": abs}
 
 
 class ClaimError(LabError):
@@ -143,22 +140,16 @@ def find(book: Path = BOOK) -> list[Claim]:
 
 def parse(claim: Claim) -> ast.expr:
     try:
-        tree = ast.parse(claim.text, mode="eval").body
-    except SyntaxError as error:
-        raise ClaimError(f"{claim.where()}: cannot read the claim {claim.text!r}: {error.msg}")
-    parts = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And) else [tree]
-    allowed = (ast.BoolOp, ast.And, ast.Compare, *COMPARE, ast.Constant, ast.Name, ast.Attribute, ast.BinOp,
-               ast.UnaryOp, ast.USub, ast.Call, ast.Load, *BINARY)
-    for part in parts:
-        if not isinstance(part, ast.Compare):
-            raise ClaimError(f"{claim.where()}: {claim.text!r} must be comparisons joined by `and`")
-    for node in ast.walk(tree):
-        if not isinstance(node, allowed):
-            raise ClaimError(f"{claim.where()}: {claim.text!r} uses {type(node).__name__}, which claims do not allow")
-        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS):
-            raise ClaimError(f"{claim.where()}: {claim.text!r} may only call {', '.join(FUNCTIONS)}")
-        if isinstance(node, ast.BoolOp) and node is not tree:
-            raise ClaimError(f"{claim.where()}: {claim.text!r} may join comparisons with `and` only at its top")
+        tree = expressions.read(claim.text)
+        parts = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And) else [tree]
+        for part in parts:
+            if not isinstance(part, ast.Compare):
+                raise ExpressionError(f"{claim.text!r} must be comparisons joined by `and`")
+            if any(isinstance(node, ast.BoolOp) for node in ast.walk(part)):
+                raise ExpressionError(f"{claim.text!r} may join comparisons with `and` only at its top")
+            expressions.check(part, claim.text, who="claims", strings=True)
+    except ExpressionError as error:
+        raise ClaimError(f"{claim.where()}: {error}") from None
     return tree
 
 
@@ -169,27 +160,23 @@ def labs_named(tree: ast.expr) -> set[str]:
 
 
 def _value(node: ast.expr, labs: dict[str, Facts]):
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        found = LAB_NAME.match(node.id)
-        if node.id in FUNCTIONS or not found:
-            raise ClaimError(f"{node.id!r} is not a lab (claims name a lab as labNN, NN its folder's number)")
+    def name(identifier: str) -> Facts:
+        found = LAB_NAME.match(identifier)
+        if identifier in expressions.FUNCTIONS or not found:
+            raise ClaimError(f"{identifier!r} is not a lab (claims name a lab as labNN, NN its folder's number)")
         if found.group(1) not in labs:
-            raise ClaimError(f"{node.id} has no committed run (labs/{found.group(1)}-*/results/latest.json)")
+            raise ClaimError(f"{identifier} has no committed run (labs/{found.group(1)}-*/results/latest.json)")
         return labs[found.group(1)]
-    if isinstance(node, ast.Attribute):
-        owner = _value(node.value, labs)
+
+    def attribute(owner, attr: str, node: ast.Attribute):
         if not isinstance(owner, Facts):
-            raise ClaimError(f"{ast.unparse(node.value)} is a value, not something with .{node.attr}")
-        return owner.get(node.attr)
-    if isinstance(node, ast.BinOp):
-        return BINARY[type(node.op)](_value(node.left, labs), _value(node.right, labs))
-    if isinstance(node, ast.UnaryOp):
-        return -_value(node.operand, labs)
-    if isinstance(node, ast.Call):
-        return FUNCTIONS[node.func.id](*(_value(arg, labs) for arg in node.args))
-    raise ClaimError(f"cannot evaluate {ast.unparse(node)!r}")
+            raise ClaimError(f"{ast.unparse(node.value)} is a value, not something with .{attr}")
+        return owner.get(attr)
+
+    try:
+        return expressions.evaluate(node, name, attribute)
+    except ExpressionError as error:
+        raise ClaimError(str(error)) from None
 
 
 def _holds(tree: ast.expr, labs: dict[str, Facts]) -> tuple[bool, list[str]]:
@@ -202,9 +189,9 @@ def _holds(tree: ast.expr, labs: dict[str, Facts]) -> tuple[bool, list[str]]:
         for op, right_node in zip(part.ops, part.comparators):
             right = _value(right_node, labs)
             try:
-                ok = COMPARE[type(op)](left, right)
-            except TypeError:
-                raise ClaimError(f"{ast.unparse(part)!r} compares {left!r} with {right!r}")
+                ok = expressions.compare(expressions.SYMBOLS[type(op)], left, right, part)
+            except ExpressionError as error:
+                raise ClaimError(str(error)) from None
             holds = holds and ok
             left = right
     for node in ast.walk(tree):

@@ -25,7 +25,6 @@ import ast
 import contextlib
 import copy
 import math
-import operator
 import os
 import shutil
 import subprocess
@@ -37,7 +36,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Iterator
 
-from . import playline
+from . import expressions, playline
+from .expressions import ExpressionError
 from .errors import LabError, UsageError
 from .lab import REPO, Lab, resolve
 from .procs import Children
@@ -107,58 +107,36 @@ class Exercise:
         return self.lab.dir / SOLUTIONS_DIR / f"{self.id}.patch"
 
 
-COMPARISONS = {ast.GtE: ">=", ast.LtE: "<=", ast.Gt: ">", ast.Lt: "<"}
-COMPARE = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
-BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-FUNCTIONS = {"min": min, "max": max, "abs": abs}
-
-
 def _parse_comparison(text: str, where: str) -> tuple[ast.expr, str, ast.expr]:
+    """One comparison (>=, <=, > or <) of two sides in the expressions' language, read once."""
     try:
-        tree = ast.parse(text, mode="eval").body
-    except SyntaxError as error:
-        raise ExerciseSpecError(f"{where}: cannot parse {text!r}: {error.msg}")
-    if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1 and type(tree.ops[0]) in COMPARISONS):
-        raise ExerciseSpecError(f"{where}: {text!r} must be one comparison (>=, <=, > or <)")
-    for side in (tree.left, tree.comparators[0]):
-        _validate(side, where, text)
-    return tree.left, COMPARISONS[type(tree.ops[0])], tree.comparators[0]
-
-
-def _validate(node: ast.AST, where: str, text: str) -> None:
-    """Only numbers, names, name.attribute, + - * /, unary minus and min/max/abs."""
-    allowed = (ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.Call, ast.Load,
-               ast.USub, *BINARY)
-    for child in ast.walk(node):
-        if not isinstance(child, allowed):
-            raise ExerciseSpecError(f"{where}: {text!r} uses {type(child).__name__}, which checks do not allow")
-        if isinstance(child, ast.Call) and not (isinstance(child.func, ast.Name) and child.func.id in FUNCTIONS):
-            raise ExerciseSpecError(f"{where}: {text!r} may only call {', '.join(FUNCTIONS)}")
-        if isinstance(child, ast.Constant) and not isinstance(child.value, (int, float)):
-            raise ExerciseSpecError(f"{where}: {text!r} may only use numbers")
+        tree = expressions.read(text)
+        if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1 and isinstance(tree.ops[0], expressions.ORDERINGS)):
+            raise ExpressionError(f"{text!r} must be one comparison (>=, <=, > or <)")
+        expressions.check(tree, text, who="checks", comparisons=expressions.ORDERINGS)
+    except ExpressionError as error:
+        raise ExerciseSpecError(f"{where}: {error}") from None
+    return tree.left, expressions.SYMBOLS[type(tree.ops[0])], tree.comparators[0]
 
 
 def evaluate(node: ast.expr, names: dict) -> float:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in names or names[node.id] is None:
+    """NODE's value over NAMES (names_for's: a variant's numbers, other variants by name)."""
+    def name(identifier: str) -> float:
+        if names.get(identifier) is None:
             known = ", ".join(sorted(k for k, v in names.items() if isinstance(v, (int, float))))
-            raise ExerciseSpecError(f"no measured number called {node.id!r}; known: {known}")
-        return names[node.id]
-    if isinstance(node, ast.Attribute):
-        owner = evaluate(node.value, names)
-        value = getattr(owner, node.attr, None)
+            raise ExerciseSpecError(f"no measured number called {identifier!r}; known: {known}")
+        return names[identifier]
+
+    def attribute(owner, attr: str, node: ast.Attribute) -> float:
+        value = getattr(owner, attr, None)
         if value is None:
             raise ExerciseSpecError(f"no measured number {ast.unparse(node)!r}")
         return value
-    if isinstance(node, ast.BinOp):
-        return BINARY[type(node.op)](evaluate(node.left, names), evaluate(node.right, names))
-    if isinstance(node, ast.UnaryOp):
-        return -evaluate(node.operand, names)
-    if isinstance(node, ast.Call):
-        return FUNCTIONS[node.func.id](*(evaluate(arg, names) for arg in node.args))
-    raise ExerciseSpecError(f"cannot evaluate {ast.unparse(node)!r}")
+
+    try:
+        return expressions.evaluate(node, name, attribute)
+    except ExpressionError as error:
+        raise ExerciseSpecError(str(error)) from None
 
 
 def load(lab: Lab) -> list[Exercise]:
@@ -277,7 +255,10 @@ def judge(exercise: Exercise, results: dict) -> list[Verdict]:
         names = names_for(results, expectation.variant)
         left = evaluate(expectation.left, names)
         right = evaluate(expectation.right, names)
-        passed = COMPARE[expectation.op](left, right)
+        try:
+            passed = expressions.compare(expectation.op, left, right, expectation.that)
+        except ExpressionError as error:
+            raise ExerciseSpecError(f"{exercise.lab.name}/{exercise.id}: {error}") from None
         left_text, right_text = ast.unparse(expectation.left), ast.unparse(expectation.right)
         shown_right = _fmt(right) if right_text == _fmt(right) else f"{_fmt(right)} (= {right_text})"
         message = f"{expectation.variant}: {left_text} = {_fmt(left)}, needs {expectation.op} {shown_right}"
