@@ -118,9 +118,15 @@ def test_scripts_test_names_no_package_and_only_groups_of_the_table():
         assert all(arg.startswith('"$') for arg in args.split()), f"a package named in scripts/test: {args}"
     groups = set(re.findall(r"install_tools apt_install(?:_bare)? (test:[\w-]+)", text))
     own = {g for g in tools.GROUPS if g.startswith("test:")} - set(OTHER_INSTALLERS)
-    # Another installer's group too, when a part it runs goes to the background: installed first by
-    # scripts/test (packages_browser), so that no two parts run apt-get at once.
     assert own <= groups <= own | set(OTHER_INSTALLERS)
+
+
+def test_a_background_parts_packages_come_from_its_own_installer():
+    """The browser part goes to the background, so scripts/test installs its packages first (no
+    two parts run apt-get at once), by asking browser-test, which alone chooses them."""
+    body = re.search(r"^packages_browser\(\) \{\n(.*?)^\}", TEST_SCRIPT.read_text(), re.M | re.S).group(1)
+    assert '"$repo/scripts/browser-test" --packages' in body
+    assert "test:browser" not in body
 
 
 # Groups installed by a script of their own rather than by scripts/test.
