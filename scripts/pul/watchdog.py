@@ -11,7 +11,8 @@ user; the start time tells a dead driver's PID from a new process that got it):
   the kernel closes the pipe even after a SIGKILL. The watchdog then stops
   every process with its driver's tag (SIGTERM to each process group, SIGKILL
   after a grace period) and removes the driver's throwaway PostgreSQL
-  directories. After a normal end nothing is left to stop, and it just exits.
+  directories and its CPU limit's group (pul.cpulimit). After a normal end
+  nothing is left to stop, and it just exits.
 - clean_leftovers(): what `scripts/lab run`, `serve`, `check` and
   `scripts/with-postgres` do first. It stops the processes and removes the
   directories of this user's drivers that no longer run (a killed driver whose
@@ -32,6 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import cpulimit
 from .procs import (DRIVER_VARIABLE, NAME_VARIABLE, RUN_ID_VARIABLE, driver_alive, driver_tag, run_id,
                     tag_uid)
 
@@ -171,6 +173,8 @@ def clean_up_after(is_target, temp_dir: Path | None = None, grace: float = GRACE
     for directory, tag in claimed_directories(temp_dir):
         if is_target(tag) and remove(directory):
             done.append(str(directory))
+    # A CPU limit's group, once the processes in it are stopped.
+    done += cpulimit.remove_leftovers(is_target)
     return done
 
 

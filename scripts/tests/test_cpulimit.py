@@ -1,0 +1,195 @@
+"""A server under a CPU limit (pul.cpulimit): where the limit is made on each kind of machine, what a
+bad limit says, the group's statistics, and its removal after a driver that was killed. On a
+machine with a writable cgroup v1 cpu controller (the CI machine kind, as root) the group is real."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pul import cpulimit, procs, watchdog
+from pul.cpulimit import Group, Hierarchy, Limit, LimitUnavailable
+from pul.errors import UsageError
+
+V1_MOUNTS = """\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / {root} rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+"""
+V2_MOUNTS = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+
+
+def files(tmp_path, mounts: str, cgroup: str) -> dict:
+    (tmp_path / "mountinfo").write_text(mounts)
+    (tmp_path / "cgroup").write_text(cgroup)
+    return {"mountinfo": tmp_path / "mountinfo", "cgroup_file": tmp_path / "cgroup"}
+
+
+# -- the limit -------------------------------------------------------------------------
+
+def test_a_limit_is_a_quota_per_period_and_the_processors_the_jvm_counts():
+    half = Limit(0.5)
+    assert (half.quota_us, half.period_us, half.processors) == (50_000, 100_000, 1)
+    assert Limit(1.5, 20_000).quota_us == 30_000 and Limit(1.5).processors == 2
+    assert half.describe() == "0.5 CPU (50 ms of CPU every 100 ms)"
+
+
+@pytest.mark.parametrize("cpus, period_us, says", [
+    (0, 100_000, "above 0"),
+    (-1, 100_000, "above 0"),
+    (float("nan"), 100_000, "above 0"),
+    (1, 500, "between 1 and 1000"),
+    (1, 2_000_000, "between 1 and 1000"),
+    (0.005, 100_000, "below the kernel's smallest quota"),
+])
+def test_a_bad_limit_is_a_usage_error_that_says_why(cpus, period_us, says):
+    with pytest.raises(UsageError, match=says):
+        Limit(cpus, period_us)
+
+
+# -- where it is made --------------------------------------------------------------------
+
+def test_cgroup_v1_makes_the_group_under_the_cpu_controller_where_this_process_is(tmp_path):
+    root = tmp_path / "cpu"
+    (root / "inner").mkdir(parents=True)
+    found = cpulimit.find_hierarchy(**files(tmp_path, V1_MOUNTS.format(root=root), "1:cpu:/inner\n0::/\n"))
+    assert found == Hierarchy("v1", root / "inner")
+
+
+def test_cgroup_v1_not_writable_asks_for_root(tmp_path, monkeypatch):
+    root = tmp_path / "cpu"
+    root.mkdir()
+    monkeypatch.setattr(os, "access", lambda *_: False)
+    with pytest.raises(LimitUnavailable, match="needs root"):
+        cpulimit.find_hierarchy(**files(tmp_path, V1_MOUNTS.format(root=root), "1:cpu:/\n"))
+
+
+def test_cgroup_v2_with_systemd_asks_systemd_for_a_scope(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    found = cpulimit.find_hierarchy(**files(tmp_path, V2_MOUNTS, "0::/user.slice\n"),
+                                    systemd_run="/usr/bin/systemd-run", systemd_running=True)
+    assert found == Hierarchy("v2", Path("/sys/fs/cgroup"))
+    command = Group(Limit(0.5, 20_000), found, tag="12:34:0").command(["java", "-version"])
+    assert command == ["systemd-run", "--scope", "--quiet", "--collect", "--unit=pul-cpu-12-34-0",
+                       "-p", "CPUQuota=50%", "-p", "CPUQuotaPeriodSec=20000us", "--", "java", "-version"]
+
+
+@pytest.mark.parametrize("systemd_run, systemd_running, says", [
+    ("", True, "no systemd"),
+    ("/usr/bin/systemd-run", False, "no systemd"),
+])
+def test_cgroup_v2_without_systemd_says_where_to_run_instead(tmp_path, systemd_run, systemd_running, says):
+    with pytest.raises(LimitUnavailable, match=says):
+        cpulimit.find_hierarchy(**files(tmp_path, V2_MOUNTS, "0::/\n"), systemd_run=systemd_run,
+                                systemd_running=systemd_running)
+
+
+def test_no_cpu_controller_at_all_is_said(tmp_path):
+    with pytest.raises(LimitUnavailable, match="no cgroup cpu controller"):
+        cpulimit.find_hierarchy(**files(tmp_path, "31 23 0:28 / /sys rw - sysfs sysfs rw\n", "0::/\n"))
+
+
+def test_a_groups_name_carries_its_drivers_tag_and_only_ours_are_read_back():
+    assert cpulimit.group_name("123:456:0") == "pul-cpu-123-456-0"
+    assert cpulimit.tag_of("pul-cpu-123-456-0") == "123:456:0"
+    assert cpulimit.tag_of("pul-cpu-123-456-0.scope") == "123:456:0"
+    for other in ("docker", "pul-cpu-1-2", "pul-cpu-a-b-c", "pul-postgres-1-2-3"):
+        assert cpulimit.tag_of(other) is None
+
+
+# -- statistics ------------------------------------------------------------------------------
+
+def test_cpu_stat_reads_the_same_on_v1_and_v2(tmp_path):
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    v1.write_text("nr_periods 10\nnr_throttled 4\nthrottled_time 250000000\nnr_bursts 0\n")
+    v2.write_text("usage_usec 900\nnr_periods 10\nnr_throttled 4\nthrottled_usec 250000\n")
+    assert cpulimit.read_stats(v1) == cpulimit.read_stats(v2) == \
+        {"periods": 10, "throttled_periods": 4, "throttled_seconds": 0.25}
+    later = {"periods": 30, "throttled_periods": 9, "throttled_seconds": 0.75}
+    assert cpulimit.difference(cpulimit.read_stats(v1), later) == \
+        {"periods": 20, "throttled_periods": 5, "throttled_seconds": 0.5, "throttled_share": 0.25}
+
+
+# -- a real group (cgroup v1, root) --------------------------------------------------------
+
+def real_v1() -> Hierarchy:
+    try:
+        hierarchy = cpulimit.find_hierarchy()
+    except (LimitUnavailable, OSError) as error:
+        pytest.skip(f"no CPU limit here: {error}")
+    if hierarchy.kind != "v1":
+        pytest.skip("a v2 machine's limits are systemd's scopes (tested in the lab VM)")
+    return hierarchy
+
+
+def test_a_process_started_in_the_group_is_throttled_to_the_limit_and_the_group_goes_after_it():
+    group = Group(Limit(0.2, 10_000), real_v1())
+    group.make()
+    try:
+        before = group.stats()
+        # Half a second of spinning: 0.2 CPU lets it run 2 ms in every 10 ms period.
+        spin = "import time\nend = time.monotonic() + 0.5\nwhile time.monotonic() < end: pass\n" \
+               "print(open('/proc/self/cgroup').read())"
+        done = subprocess.run(group.command([sys.executable, "-c", spin]), capture_output=True, text=True,
+                              timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert f":cpu:/{group.path.relative_to(group.hierarchy.root)}" in done.stdout.replace("cpu,cpuacct", "cpu")
+        used = cpulimit.difference(before, group.stats())
+        # ~50 periods, nearly all of them throttled.
+        assert used["periods"] >= 20 and used["throttled_share"] >= 0.5, used
+    finally:
+        assert group.remove()
+    assert not group.path.exists()
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH")
+def test_the_jvm_counts_the_processors_the_limit_allows():
+    real_v1()
+    assert cpulimit.probe_processors(Limit(0.5)) == 1
+    if (os.cpu_count() or 1) >= 2:
+        assert cpulimit.probe_processors(Limit(1.5)) == 2
+
+
+def test_a_killed_drivers_group_is_removed_by_the_next_clean_up():
+    hierarchy = real_v1()
+    # A driver that is gone: a child that exited, its tag kept.
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    start = procs.start_time(child.pid)
+    child.wait()
+    tag = f"{child.pid}:{start}:{os.geteuid()}"
+    group = Group(Limit(0.5), hierarchy, tag=tag)
+    group.make()
+    mine = Group(Limit(0.5), hierarchy)  # this process's, whose driver runs
+    mine.make()
+    try:
+        # Only this test's dead driver and this process: other tests' processes are theirs to stop.
+        done = watchdog.clean_up_after(lambda driver: driver in (tag, procs.driver_tag()) and
+                                       watchdog.dead_run_of_this_user(driver))
+        assert done == [str(group.path)] and not group.path.exists()
+        assert mine.path.exists()
+    finally:
+        group.remove()
+        mine.remove()
+
+
+def test_a_group_with_a_process_in_it_is_not_removed():
+    group = Group(Limit(0.5), real_v1())
+    group.make()
+    sleeper = subprocess.Popen(group.command(["sleep", "30"]))
+    try:
+        deadline = time.monotonic() + 5
+        while not (group.path / "cgroup.procs").read_text().strip() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not group.remove() and group.path.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        deadline = time.monotonic() + 5
+        while not group.remove() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert not group.path.exists()
