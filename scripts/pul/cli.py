@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checks, claims, exercises, play3, playline, profile, report, runtimes, timeline, timings, tools
+from . import checks, claims, cpulimit, exercises, play3, playline, profile, report, runtimes, timeline, timings, tools
 from .errors import EXIT_CODES, LabError, MissingTool, UsageError
 from .lab import all_labs, resolve
 from .procs import Children, Interrupted, run_id, signals_raise
@@ -145,6 +145,12 @@ def add_run_options(parser: argparse.ArgumentParser, lab=None) -> None:
                         help="do not pin the server and ab to different cores")
     parser.add_argument("--server-cpus", help="CPU list for the server (taskset -c; default 0)")
     parser.add_argument("--load-cpus", help="CPU list for ab (default 1)")
+    parser.add_argument("--cpu-limit", type=float, metavar="CPUS",
+                        help="run the server under a CPU limit, as a container's: CPUS of CPU time (0.5, 1, 2) "
+                             "in every period, a control group's quota (root; cgroup v1, or v2 with systemd)")
+    parser.add_argument("--cpu-period-ms", type=float, default=cpulimit.DEFAULT_PERIOD_US / 1000, metavar="MS",
+                        help=f"the CPU limit's period (default {cpulimit.DEFAULT_PERIOD_US // 1000} ms, as "
+                             "Kubernetes and Docker use)")
     parser.add_argument("--warmup", type=int, metavar="N",
                         help="warm-up requests before each variant (default: a fifth of --requests, at least 200)")
     parser.add_argument("--time-limit", type=int, default=120, metavar="S",
@@ -221,10 +227,12 @@ def cmd_run(argv: list[str]) -> int:
     if options.target is not None:
         parse_target(options.target)
         for name, given in (("--port", options.port is not None), ("--rebuild", options.rebuild),
-                            ("--server-cpus", options.server_cpus is not None), ("--play", options.play is not None)):
+                            ("--server-cpus", options.server_cpus is not None), ("--play", options.play is not None),
+                            ("--cpu-limit", options.cpu_limit is not None)):
             if given:
                 raise UsageError(f"{name} is about the server, which runs on the other machine with --target: "
                                  f"give it to `scripts/lab serve` there")
+    cpu_limit = cpu_limit_option(options)
     playline.choose(options.play)
     params = lab.params(options)
     checks.check_run(lab, params, options)
@@ -234,8 +242,17 @@ def cmd_run(argv: list[str]) -> int:
         warmup=options.warmup, time_limit=options.time_limit, results_dir=options.results_dir,
         write_report=not options.no_report, quiet=options.quiet, settings=parse_settings(options.settings),
         target=options.target, setup_options=tuple(setup_options(argv, add_run_options)),
-        timeline_hz=options.timeline_hz, profile_ms=options.profile or 0), argv)
+        timeline_hz=options.timeline_hz, profile_ms=options.profile or 0, cpu_limit=cpu_limit), argv)
     return 0
+
+
+def cpu_limit_option(options) -> cpulimit.Limit | None:
+    """--cpu-limit and --cpu-period-ms as a Limit (None: no limit), checked before any build."""
+    if options.cpu_limit is None:
+        if options.cpu_period_ms != cpulimit.DEFAULT_PERIOD_US / 1000:
+            raise UsageError("--cpu-period-ms is the period of a --cpu-limit: give both")
+        return None
+    return cpulimit.Limit(options.cpu_limit, round(options.cpu_period_ms * 1000))
 
 
 def add_serve_options(parser: argparse.ArgumentParser, lab=None) -> None:

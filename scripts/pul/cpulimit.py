@@ -40,6 +40,8 @@ PREFIX = "pul-cpu-"
 MIN_PERIOD_US = 1_000
 MAX_PERIOD_US = 1_000_000
 MIN_QUOTA_US = 1_000
+# Kubernetes' and Docker's period (cpu.cfs_period_us's default).
+DEFAULT_PERIOD_US = 100_000
 
 
 class LimitUnavailable(LabError):
@@ -53,7 +55,7 @@ class Limit:
     """CPUS of CPU time (0.5: half a core) in every PERIOD_US microseconds."""
 
     cpus: float
-    period_us: int = 100_000
+    period_us: int = DEFAULT_PERIOD_US
 
     def __post_init__(self):
         if not (isinstance(self.cpus, (int, float)) and math.isfinite(self.cpus) and self.cpus > 0):

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import limits, machine, model, playline, profile, report, results, runtimes, timeline, tools
+from . import cpulimit, limits, machine, model, playline, profile, report, results, runtimes, timeline, tools
 from .ab import BenchRun, LoadResult, nothing_completed
 from .wrk import WrkRun
 from .checks import parse_cpu_list
@@ -60,6 +60,8 @@ class RunOptions:
     timeline_hz: int = timeline.DEFAULT_HZ
     # Sample the server's stacks every N ms during the measured runs (pul.profile, --profile); 0: no profile.
     profile_ms: int = 0
+    # --cpu-limit: each server in a control group with this quota (pul.cpulimit); None: no limit.
+    cpu_limit: cpulimit.Limit | None = None
 
 
 @dataclass
@@ -77,6 +79,8 @@ class Bench:
     children: Children
     progress: Progress
     eta: Eta | None = None
+    # Where the servers' CPU limit is made (options.cpu_limit; None: no limit).
+    cpu_hierarchy: cpulimit.Hierarchy | None = None
     server_cpus: set[int] | None = field(init=False)
     load_cpus: set[int] | None = field(init=False)
 
@@ -468,8 +472,11 @@ def calibration(at: StepBench, warmup: dict | None, fresh: bool, pools: dict) ->
     chosen = chosen or last[-1]
     tool_threads = model.TOOL_THREADS.get(step.load_tools[0], 1)
     load_cores = min(tool_threads, len(bench.load_cpus)) if bench.load_cpus else tool_threads
-    # Cores the server may use: as its JVM sees them (-XX:ActiveProcessorCount, a container's quota).
+    # Cores the server may use: as its JVM sees them (-XX:ActiveProcessorCount, a container's quota
+    # rounded up), and no more than a CPU limit's quota allows (0.5: half a core's time).
     server_cores = pools.get("available_processors")
+    if server_cores and bench.options.cpu_limit:
+        server_cores = min(server_cores, bench.options.cpu_limit.cpus)
     # The load generator's cores' CPU per request (ab, the driver, a database sharing them): the
     # least of the calibrating rounds. A round on a core the host slowed, or one still paying for
     # the step's start (new connections, cold backends), reads more than a request costs, and none
@@ -687,6 +694,7 @@ def measure(at: StepBench) -> tuple[LoadResult, dict | None, dict, list[dict]]:
                  if step.watch_footprint and isinstance(server, Server) and server.child else None)
     pools_timeline = _start_timeline(bench, server)
     profiler = _start_profile(bench, server)
+    throttling = _throttling_meter(server)
     measured = False
     try:
         for repetition in range(1, step.repeat + 1):
@@ -697,6 +705,7 @@ def measure(at: StepBench) -> tuple[LoadResult, dict | None, dict, list[dict]]:
         footprint_record = footprint.finish() if footprint else None
         timeline_record = _finish_timeline(pools_timeline, bench.progress)
         folded = _finish_profile(profiler, measured)
+        throttled = throttling.finish() if throttling else None
     probe = poller.finish() if poller else None
     result, cpu, records = runs.summary(raw_dir, steal.share())
     if listen_queue is not None:
@@ -707,7 +716,30 @@ def measure(at: StepBench) -> tuple[LoadResult, dict | None, dict, list[dict]]:
         cpu["timeline"] = timeline_record
     if folded is not None:
         cpu["profile"] = _keep_profile(step, folded, raw_dir)
+    if throttled is not None:
+        cpu["cpu_limit"] = throttled
     return result, probe, cpu, records
+
+
+class ThrottlingMeter:
+    """What the CPU limit did during the measured runs: its periods, how many ran out of quota
+    (throttled), and the time the group's threads waited for the next period (cpu.stat)."""
+
+    def __init__(self, group: cpulimit.Group, pid: int):
+        self.group, self.pid = group, pid
+        self.before = group.stats(pid)
+
+    def finish(self) -> dict:
+        limit = self.group.limit
+        return {"cpus": limit.cpus, "period_us": limit.period_us, "quota_us": limit.quota_us,
+                **cpulimit.difference(self.before, self.group.stats(self.pid))}
+
+
+def _throttling_meter(server) -> ThrottlingMeter | None:
+    group = getattr(server, "cpu_group", None)
+    if group is None or not server.child:
+        return None
+    return ThrottlingMeter(group, server.child.pid)
 
 
 def _start_profile(bench: Bench, server) -> profile.Profile | None:
@@ -881,7 +913,17 @@ def variant_record(bench: Bench, step: Step, result: LoadResult, probe: dict | N
         record["timeline"] = cpu["timeline"]
     if cpu.get("profile") is not None:
         record["profile"] = cpu["profile"]
+    if cpu.get("cpu_limit") is not None:
+        record["cpu_limit"] = cpu["cpu_limit"]
     return record
+
+
+def cpu_limit_record(limit: cpulimit.Limit | None, hierarchy: cpulimit.Hierarchy | None) -> dict | None:
+    """The run's CPU limit as its results record it (None: no limit)."""
+    if limit is None:
+        return None
+    return {"cpus": limit.cpus, "period_us": limit.period_us, "quota_us": limit.quota_us,
+            "processors": limit.processors, "cgroup": hierarchy.kind if hierarchy else None}
 
 
 def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
@@ -896,6 +938,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
     if options.port is not None:
         check_port(options.port)
     found = _tools_and_limits(lab, steps, options, remote, progress)
+    # A machine that cannot limit the server's CPU says so now, not after the build.
+    cpu_hierarchy = cpulimit.find_hierarchy() if options.cpu_limit and not remote else None
     pin = pinning(options)
     if pin["load_cpus"] is not None:
         # The driver's own polling belongs with the load generator, off the server's core.
@@ -915,7 +959,7 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
             if busy:
                 progress.note("warning: " + busy)
             measuring_since = results.utc_now()
-            bench = Bench(lab, params, options, pin, where, children, progress)
+            bench = Bench(lab, params, options, pin, where, children, progress, cpu_hierarchy=cpu_hierarchy)
             pools, variants, steadiness, spent = _measure_all(bench, steps, remote)
     except BaseException:
         # A run that did not finish leaves no raw output beside the committed run's (Ctrl-C, a failure).
@@ -954,6 +998,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         "settings": options.settings,
         "target": remote.base_url if remote else None,
         "server_cpu_source": (remote or Server).cpu_source,
+        # The CPU limit each server ran under (--cpu-limit; None: none).
+        "cpu_limit": cpu_limit_record(options.cpu_limit, cpu_hierarchy),
         "pools": pools,
         "variants": variants,
     }
@@ -1077,12 +1123,17 @@ def _measure_all(bench: Bench, steps: list[Step],
             steadiness = {"before": _steadiness(bench.server_cpus, progress, eta, "steadiness")}
         for number, (setup, group) in enumerate(group_by_server(steps)):
             eta.begin(f"start {number}")
+            cpu_group = (cpulimit.Group(options.cpu_limit, bench.cpu_hierarchy)
+                         if bench.cpu_hierarchy and not remote else None)
             server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
                                       pin["server_cpus"],
                                       server_properties(lab, params, setup, options.settings, services.properties),
                                       env={**services.env, **runtimes.env(group[0].runtime)},
-                                      extra_jvm_options=profile.JVM_OPTIONS if options.profile_ms else ())
+                                      extra_jvm_options=profile.JVM_OPTIONS if options.profile_ms else (),
+                                      cpu_group=cpu_group)
             try:
+                if cpu_group:
+                    cpu_group.make()
                 server.start(children, progress)
                 pools = lab.inspect_server(server, services)
                 first_pools = first_pools or pools
@@ -1090,6 +1141,9 @@ def _measure_all(bench: Bench, steps: list[Step],
             finally:
                 eta.begin(f"stop {number}")
                 server.stop(children)
+                if cpu_group and not cpu_group.remove():
+                    progress.note(f"note: could not remove the CPU limit's group {cpu_group.path} yet; "
+                                  "it goes when this run ends (pul.watchdog)")
         if steadiness is not None:
             steadiness["after"] = _steadiness(bench.server_cpus, progress, eta, "steadiness again")
         eta.begin("stop services")

@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import playline
+from . import cpulimit, playline
 from .errors import BuildFailed, PortBusy, ServerFailed, UsageError
 from .checks import describe_cpus, parse_cpu_list
 from .probe import CLOCK_TICKS, group_cpu_seconds, group_pids
@@ -420,8 +420,11 @@ class Server:
 
     def __init__(self, script: Path, port: int, log_path: Path, server_cpus: str | None,
                  properties: dict[str, str], heap: str = "1g", host: str = "127.0.0.1",
-                 env: dict[str, str] | None = None, extra_jvm_options: tuple[str, ...] = ()):
+                 env: dict[str, str] | None = None, extra_jvm_options: tuple[str, ...] = (),
+                 cpu_group: cpulimit.Group | None = None):
         self.script = script
+        # The control group whose CPU limit the server runs under (pul.cpulimit; None: none).
+        self.cpu_group = cpu_group
         # JVM options on top of jvm_options() (a profiled server's deeper JFR stacks).
         self.extra_jvm_options = extra_jvm_options
         self.host = host
@@ -454,6 +457,9 @@ class Server:
             # Every core the driver was given, not the load generator's that `run` pins the
             # driver itself to (a child inherits its parent's mask): start() pins it later.
             args = ["taskset", "-c", describe_cpus(START_CPUS), *args]
+        if self.cpu_group is not None:
+            # Outermost: the JVM starts inside the group, and sizes its pools from the quota.
+            args = self.cpu_group.command(args)
         return args
 
     def jvm_options(self) -> tuple[str, ...]:

@@ -193,3 +193,69 @@ def test_a_group_with_a_process_in_it_is_not_removed():
         while not group.remove() and time.monotonic() < deadline:
             time.sleep(0.05)
     assert not group.path.exists()
+
+
+# -- the driver's options and the server under a limit ----------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_lab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "lab"), *args], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--cpu-limit", "0"), "--cpu-limit must be a number of CPUs above 0"),
+    (("--cpu-limit", "1", "--cpu-period-ms", "2000"), "--cpu-period-ms must be between 1 and 1000"),
+    (("--cpu-period-ms", "50"), "--cpu-period-ms is the period of a --cpu-limit"),
+    (("--cpu-limit", "0.5", "--target", "http://192.0.2.1:9000"), "--cpu-limit is about the server"),
+])
+def test_a_bad_cpu_limit_is_a_usage_error_before_any_build(args, says):
+    done = run_lab("run", "01", *args)
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert "sbt" not in done.stderr
+
+
+def test_a_machine_that_cannot_limit_says_so_before_the_build(monkeypatch, tmp_path):
+    from pul import run as driver, server
+    from pul.cli import run_parser
+    from pul.lab import resolve
+
+    def unavailable():
+        raise LimitUnavailable("no cgroup cpu controller is mounted on this machine")
+
+    def no_build(*_args, **_kwargs):
+        raise AssertionError("built before saying the limit cannot be set")
+
+    monkeypatch.setattr(cpulimit, "find_hierarchy", unavailable)
+    monkeypatch.setattr(server, "build", no_build)
+    monkeypatch.setattr(driver, "build", no_build)
+    lab = resolve("01")
+    params = lab.params(run_parser(lab).parse_args(["01"]))
+    options = driver.RunOptions(results_dir=tmp_path, write_report=False, quiet=True, cpu_limit=Limit(0.5))
+    with pytest.raises(LimitUnavailable, match="no cgroup cpu controller"):
+        driver.run(lab, params, options, ["run", "01", "--cpu-limit", "0.5"])
+
+
+def test_the_server_starts_inside_its_group(tmp_path):
+    from pul.server import Server
+
+    group = Group(Limit(0.5), Hierarchy("v1", tmp_path), tag="1:2:0")
+    server = Server(tmp_path / "bin" / "lab", 9999, tmp_path / "server.log", "0", {}, cpu_group=group)
+    command = server.command()
+    assert command[:4] == ["sh", "-c", 'echo $$ >"$0/cgroup.procs" && exec "$@"', str(tmp_path / "pul-cpu-1-2-0")]
+    assert command[4:6] == ["taskset", "-c"] and str(tmp_path / "bin" / "lab") in command
+
+
+def test_the_throttling_meter_counts_the_measured_runs_only(tmp_path):
+    from pul.run import ThrottlingMeter
+
+    group = Group(Limit(0.5), Hierarchy("v1", tmp_path), tag="1:2:0")
+    group.path.mkdir()
+    stat = group.path / "cpu.stat"
+    stat.write_text("nr_periods 100\nnr_throttled 10\nthrottled_time 1000000000\n")
+    meter = ThrottlingMeter(group, os.getpid())
+    stat.write_text("nr_periods 150\nnr_throttled 40\nthrottled_time 1500000000\n")
+    assert meter.finish() == {"cpus": 0.5, "period_us": 100_000, "quota_us": 50_000, "periods": 50,
+                              "throttled_periods": 30, "throttled_seconds": 0.5, "throttled_share": 0.6}
