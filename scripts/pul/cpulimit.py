@@ -28,6 +28,8 @@ import math
 import os
 import shutil
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -229,6 +231,55 @@ def difference(before: dict, after: dict) -> dict:
     delta["throttled_seconds"] = round(delta["throttled_seconds"], 6)
     delta["throttled_share"] = round(delta["throttled_periods"] / delta["periods"], 4) if delta["periods"] else 0.0
     return delta
+
+
+class Sampler:
+    """cpu.stat read HZ times a second by a thread of the driver, outside the group (a sampler in
+    the server would be throttled with it, and miss the very pauses it should show). `finish()`
+    gives the share of each interval the group spent throttled, for the timeline."""
+
+    def __init__(self, stat_file: Path, hz: int):
+        self.stat_file, self.interval = stat_file, 1.0 / hz
+        self.samples: list[tuple[float, dict]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu.stat sampler", daemon=True)
+
+    def start(self) -> "Sampler":
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            with contextlib.suppress(OSError, ValueError):
+                self.samples.append((time.monotonic() - self._started, read_stats(self.stat_file)))
+            next_at += self.interval
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def finish(self, max_points: int) -> dict:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        return throttling_series(self.samples, max_points)
+
+
+def throttling_series(samples: list[tuple[float, dict]], max_points: int) -> dict:
+    """Seconds since the first sample, and per interval ending at each: the share of the interval
+    the group waited throttled (its throttled time over the interval's length) and the periods
+    throttled in it; at most `max_points` points (neighbouring intervals averaged)."""
+    from .timeline import _bins, _shrink
+
+    times, waited, throttled = [], [], []
+    for (t0, s0), (t1, s1) in zip(samples, samples[1:]):
+        if t1 <= t0:
+            continue
+        times.append(t1)
+        waited.append(round(min(1.0, max(0.0, (s1["throttled_seconds"] - s0["throttled_seconds"]) / (t1 - t0))), 3))
+        throttled.append(max(0, s1["throttled_periods"] - s0["throttled_periods"]))
+    bins = _bins(len(times), max_points)
+    return {"t_s": [round(t, 2) for t in _shrink(times, bins, digits=2)],
+            "throttled_share": _shrink(waited, bins, digits=3),
+            "throttled_periods": _shrink(throttled, bins)}
 
 
 def leftover_groups(hierarchy: Hierarchy) -> list[tuple[Path, str]]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import model, runtimes, tools
+from . import cpulimit, model, runtimes, tools
 from .labs import LABS_DIR, package_name
 from .errors import LabError, UsageError
 
@@ -68,6 +68,11 @@ class Step:
     # lab.toml lists (pul.runtimes); None: the java on PATH, which built it. Steps on different
     # runtimes get servers of their own.
     runtime: str | None = None
+    # The CPU limit the server runs under, as a container's (pul.cpulimit; None: none, unless the
+    # run's --cpu-limit gives every step one), and JVM options of its own (-XX:ActiveProcessorCount=2).
+    # Steps with different limits or options get servers of their own.
+    cpu_limit: cpulimit.Limit | None = None
+    jvm_options: tuple[str, ...] = ()
     # Key in the app's /pools report whose `threads` bound the throughput (None: no pool bound).
     pool: str | None = None
     # Time one request holds a thread, in ms, for Little's law (None: no prediction).

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # pul.lab imports this module
 THREADS = "threads"
 CONNECTIONS = "connections"
 SERVER_CPU = "server CPU"
+# What a table calls SERVER_CPU under a CPU limit below the server's cores (shown_bound).
+CPU_LIMIT = "CPU limit"
 DATABASE_CPU = "database CPU"
 LOAD_GENERATOR = "load generator"
 IN_FLIGHT = "requests in flight"
@@ -103,6 +105,18 @@ def serving_cpu_ms(v: dict) -> float | None:
     return during - (v.get("jit_share") or 0.0) * 1000 / rate
 
 
+def limit_binds(v: dict) -> bool:
+    """Whether a variant's server ran under a CPU limit below its cores (the quota was its cores)."""
+    calibration = v.get("calibration") or {}
+    return calibration.get("cpu_limit") is not None and calibration.get("server_cores") == calibration["cpu_limit"]
+
+
+def shown_bound(v: dict) -> str | None:
+    """The bound a table names: the server's CPU is "CPU limit" where the limit was its cores."""
+    bound = v.get("bound_by")
+    return CPU_LIMIT if bound == SERVER_CPU and limit_binds(v) else bound
+
+
 def cpu_bound(cores: float, cpu_ms: float) -> float:
     """Requests/s a resource of `cores` cores serves at `cpu_ms` of CPU per request."""
     return cores / (cpu_ms / 1000.0)
@@ -117,7 +131,7 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
     """The lab's prediction with the CPU bounds from `calibration` added, and the smallest named.
 
     calibration: {"server_cpu_ms", "server_cores", "load_cpu_ms", "load_cores", "jit_share"} (any may
-    be None).
+    be None), and "cpu_limit" (the server's CPU limit in CPUs) where it ran under one.
     An open-loop step's load is its rate, so the load generator's closed-loop bound is left out."""
     bounds = dict(prediction.bounds)
     if prediction.requests_per_sec is not None and prediction.bound_by and prediction.bound_by not in bounds:
@@ -133,10 +147,14 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
         compiler = compiler_share(calibration)
         serving_cores = server_cores - compiler
         bounds[SERVER_CPU] = round(cpu_bound(serving_cores, server_ms), 1)
-        why[SERVER_CPU] = _arithmetic(server_cores, server_ms, "server")
+        # Under a CPU limit that binds (fewer CPUs of time than cores), the quota is the cores.
+        limited = calibration.get("cpu_limit") is not None and server_cores == calibration["cpu_limit"]
+        cores = (f"{server_cores:g} CPU (the CPU limit)" if limited
+                 else f"{server_cores:g} core{'s' if server_cores != 1 else ''}")
+        why[SERVER_CPU] = f"{cores} / {server_ms:.3g} ms of server CPU per request"
         if compiler >= SHOWN_COMPILER_SHARE:
-            why[SERVER_CPU] = (f"({server_cores:g} core{'s' if server_cores != 1 else ''} - {compiler:.2f} of a "
-                               f"core the JIT compiler's) / {server_ms:.3g} ms of server CPU per request")
+            why[SERVER_CPU] = (f"({cores} - {compiler:.2f} of a core the JIT compiler's) / {server_ms:.3g} ms "
+                               "of server CPU per request")
     load_ms, load_cores = calibration.get("load_cpu_ms"), calibration.get("load_cores")
     shared = prediction.facts.get(SHARED_DATABASE)
     shared_ms = calibration.get("load_cores_cpu_ms")

@@ -169,7 +169,7 @@ def bound_sentence(v: dict) -> str | None:
     outside = band_note(v)
     queueing = queueing_below_bound(v)
     convoy = convoy_clause(v)
-    return (f"{v['name']}: bound by {v['bound_by']} ({why} = "
+    return (f"{v['name']}: bound by {model.shown_bound(v)} ({why} = "
             f"{_number(bounds.get(v['bound_by'], v['predicted_requests_per_sec']))} req/s"
             + (f"; {model.queueing_arithmetic(queueing)}" if queueing else "")
             + (f"; {convoy}" if convoy else "")
@@ -343,7 +343,7 @@ def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
             value = _number(v["bounds"].get(resource)) if resource in v["bounds"] else "–"
             cells.append(f"**{value}**" if resource == v.get("bound_by") else value)
         ratio = v.get("measured_over_predicted")
-        lines.append(f"| {v['name']} | " + " | ".join(cells) + f" | {v.get('bound_by') or '–'} | "
+        lines.append(f"| {v['name']} | " + " | ".join(cells) + f" | {model.shown_bound(v) or '–'} | "
                      f"{predicted_cell(v)} | "
                      f"{_number(v['requests_per_sec'])} | {'–' if ratio is None else f'{ratio:.2f}'} |")
     lines.append("")

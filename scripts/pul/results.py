@@ -11,7 +11,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import schema
+from . import model, schema
 from .errors import BadResults, WriteFailed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -182,7 +182,7 @@ STANDARD_COLUMNS = [
     ("non-2xx", lambda v: _fmt(v["non_2xx"]), True),
     ("server CPU", lambda v: f"{v['server_cpu_utilization']:.0%}" if v.get("server_cpu_utilization") is not None else "–", True),
     ("predicted req/s", predicted_cell, True),
-    ("bound by", lambda v: _fmt(v.get("bound_by")), False),
+    ("bound by", lambda v: _fmt(model.shown_bound(v)), False),
     ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
 ]
 # The model's columns, for a lab's own table_columns() to end with.

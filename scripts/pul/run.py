@@ -159,10 +159,13 @@ def select_steps(lab: Lab, params: dict, wanted: tuple[str, ...]) -> list[Step]:
 
 
 def group_by_server(steps: list[Step]) -> list[tuple[dict, list[Step]]]:
-    """Consecutive steps with the same server properties and runtime share one server start."""
+    """Consecutive steps with the same server properties, runtime, CPU limit and JVM options share
+    one server start."""
     groups: list[tuple[dict, list[Step]]] = []
     for step in steps:
-        if (groups and groups[-1][0] == step.setup and groups[-1][1][-1].runtime == step.runtime
+        last = groups[-1][1][-1] if groups else None
+        if (last is not None and groups[-1][0] == step.setup and
+                (last.runtime, last.cpu_limit, last.jvm_options) == (step.runtime, step.cpu_limit, step.jvm_options)
                 and not step.fresh_server):
             groups[-1][1].append(step)
         else:
@@ -475,8 +478,9 @@ def calibration(at: StepBench, warmup: dict | None, fresh: bool, pools: dict) ->
     # Cores the server may use: as its JVM sees them (-XX:ActiveProcessorCount, a container's quota
     # rounded up), and no more than a CPU limit's quota allows (0.5: half a core's time).
     server_cores = pools.get("available_processors")
-    if server_cores and bench.options.cpu_limit:
-        server_cores = min(server_cores, bench.options.cpu_limit.cpus)
+    limit = cpu_limit_of(bench, step)
+    if server_cores and limit:
+        server_cores = min(server_cores, limit.cpus)
     # The load generator's cores' CPU per request (ab, the driver, a database sharing them): the
     # least of the calibrating rounds. A round on a core the host slowed, or one still paying for
     # the step's start (new connections, cold backends), reads more than a request costs, and none
@@ -486,6 +490,7 @@ def calibration(at: StepBench, warmup: dict | None, fresh: bool, pools: dict) ->
     return {
         "server_cpu_ms": chosen["server_cpu_ms"], "load_cpu_ms": chosen["load_cpu_ms"],
         "server_cores": server_cores if server.cpu_source else None, "load_cores": load_cores,
+        **({"cpu_limit": limit.cpus} if limit else {}),
         "requests_per_sec": chosen["requests_per_sec"],
         "load_cores_cpu_ms": min(shared) if shared else chosen.get("load_cores_cpu_ms"),
         **({"load_cores_cpu_ms_spread": [min(shared), max(shared)]} if shared else {}),
@@ -694,7 +699,7 @@ def measure(at: StepBench) -> tuple[LoadResult, dict | None, dict, list[dict]]:
                  if step.watch_footprint and isinstance(server, Server) and server.child else None)
     pools_timeline = _start_timeline(bench, server)
     profiler = _start_profile(bench, server)
-    throttling = _throttling_meter(server)
+    throttling = _throttling_meter(bench, server)
     measured = False
     try:
         for repetition in range(1, step.repeat + 1):
@@ -723,23 +728,28 @@ def measure(at: StepBench) -> tuple[LoadResult, dict | None, dict, list[dict]]:
 
 class ThrottlingMeter:
     """What the CPU limit did during the measured runs: its periods, how many ran out of quota
-    (throttled), and the time the group's threads waited for the next period (cpu.stat)."""
+    (throttled), and the time the group's threads waited for the next period (cpu.stat); with a
+    timeline (hz), the same over time."""
 
-    def __init__(self, group: cpulimit.Group, pid: int):
+    def __init__(self, group: cpulimit.Group, pid: int, hz: int = 0):
         self.group, self.pid = group, pid
         self.before = group.stats(pid)
+        self.sampler = cpulimit.Sampler(group.stat_file(pid), hz).start() if hz else None
 
     def finish(self) -> dict:
         limit = self.group.limit
-        return {"cpus": limit.cpus, "period_us": limit.period_us, "quota_us": limit.quota_us,
-                **cpulimit.difference(self.before, self.group.stats(self.pid))}
+        found = {"cpus": limit.cpus, "period_us": limit.period_us, "quota_us": limit.quota_us,
+                 **cpulimit.difference(self.before, self.group.stats(self.pid))}
+        if self.sampler:
+            found["timeline"] = self.sampler.finish(timeline.MAX_POINTS)
+        return found
 
 
-def _throttling_meter(server) -> ThrottlingMeter | None:
+def _throttling_meter(bench: Bench, server) -> ThrottlingMeter | None:
     group = getattr(server, "cpu_group", None)
     if group is None or not server.child:
         return None
-    return ThrottlingMeter(group, server.child.pid)
+    return ThrottlingMeter(group, server.child.pid, bench.options.timeline_hz)
 
 
 def _start_profile(bench: Bench, server) -> profile.Profile | None:
@@ -939,7 +949,8 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
         check_port(options.port)
     found = _tools_and_limits(lab, steps, options, remote, progress)
     # A machine that cannot limit the server's CPU says so now, not after the build.
-    cpu_hierarchy = cpulimit.find_hierarchy() if options.cpu_limit and not remote else None
+    limited = options.cpu_limit or any(step.cpu_limit for step in steps)
+    cpu_hierarchy = cpulimit.find_hierarchy() if limited and not remote else None
     pin = pinning(options)
     if pin["load_cpus"] is not None:
         # The driver's own polling belongs with the load generator, off the server's core.
@@ -1123,13 +1134,14 @@ def _measure_all(bench: Bench, steps: list[Step],
             steadiness = {"before": _steadiness(bench.server_cpus, progress, eta, "steadiness")}
         for number, (setup, group) in enumerate(group_by_server(steps)):
             eta.begin(f"start {number}")
-            cpu_group = (cpulimit.Group(options.cpu_limit, bench.cpu_hierarchy)
-                         if bench.cpu_hierarchy and not remote else None)
+            limit = cpu_limit_of(bench, group[0])
+            cpu_group = cpulimit.Group(limit, bench.cpu_hierarchy) if limit and not remote else None
             server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
                                       pin["server_cpus"],
                                       server_properties(lab, params, setup, options.settings, services.properties),
                                       env={**services.env, **runtimes.env(group[0].runtime)},
-                                      extra_jvm_options=profile.JVM_OPTIONS if options.profile_ms else (),
+                                      extra_jvm_options=(*group[0].jvm_options,
+                                                         *(profile.JVM_OPTIONS if options.profile_ms else ())),
                                       cpu_group=cpu_group)
             try:
                 if cpu_group:
@@ -1148,6 +1160,11 @@ def _measure_all(bench: Bench, steps: list[Step],
             steadiness["after"] = _steadiness(bench.server_cpus, progress, eta, "steadiness again")
         eta.begin("stop services")
     return first_pools, variants, steadiness, eta.spent()
+
+
+def cpu_limit_of(bench: Bench, step: Step) -> cpulimit.Limit | None:
+    """The CPU limit a step's server runs under: the run's --cpu-limit, else the step's own."""
+    return bench.options.cpu_limit or step.cpu_limit
 
 
 def _times_steadiness(options: RunOptions) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from . import limits, profile, runtimes, tools
+from . import cpulimit, limits, profile, runtimes, tools
 from .errors import ServerFailed, UsageError
 from .lab import Lab
 from .procs import Children, run_id
@@ -62,6 +62,9 @@ def serve(lab: Lab, params: dict, options: ServeOptions, setup_options: list[str
     if limit_note:
         progress.note(limit_note)
     pin = pinning(RunOptions(pin=options.pin, server_cpus=options.server_cpus))
+    # A variant served under a CPU limit (Step.cpu_limit): can this machine make it? Said before the build.
+    limit = served[0].cpu_limit
+    cpu_group = cpulimit.Group(limit, cpulimit.find_hierarchy()) if limit else None
     work_dir = lab.dir / "target" / "pul"
     try:
         with bench_lock(progress):
@@ -71,8 +74,10 @@ def serve(lab: Lab, params: dict, options: ServeOptions, setup_options: list[str
                                 server_properties(lab, params, props, options.settings, services.properties),
                                 host=options.listen, env={**services.env, **runtimes.env(served[0].runtime)},
                                 # Deep enough stacks for a `run --target ... --profile` from the other machine.
-                                extra_jvm_options=profile.JVM_OPTIONS)
+                                extra_jvm_options=(*served[0].jvm_options, *profile.JVM_OPTIONS), cpu_group=cpu_group)
                 try:
+                    if cpu_group:
+                        cpu_group.make()
                     server.start(children, progress)
                     progress.clear()
                     _print_instructions(lab, server, [s.name for s in served], groups, setup_options, options)
@@ -82,6 +87,8 @@ def serve(lab: Lab, params: dict, options: ServeOptions, setup_options: list[str
                                        f"Last lines of {server.log_path}:\n{server.log_tail()}")
                 finally:
                     server.stop(children)
+                    if cpu_group:
+                        cpu_group.remove()
     finally:
         children.stop_all()
 

@@ -259,3 +259,50 @@ def test_the_throttling_meter_counts_the_measured_runs_only(tmp_path):
     stat.write_text("nr_periods 150\nnr_throttled 40\nthrottled_time 1500000000\n")
     assert meter.finish() == {"cpus": 0.5, "period_us": 100_000, "quota_us": 50_000, "periods": 50,
                               "throttled_periods": 30, "throttled_seconds": 0.5, "throttled_share": 0.6}
+
+
+def test_the_throttling_timeline_gives_each_intervals_share_spent_waiting():
+    def stat(periods, throttled, seconds):
+        return {"periods": periods, "throttled_periods": throttled, "throttled_seconds": seconds}
+
+    samples = [(0.0, stat(0, 0, 0.0)), (0.1, stat(1, 1, 0.05)), (0.2, stat(2, 1, 0.05)), (0.3, stat(3, 2, 0.13))]
+    assert cpulimit.throttling_series(samples, 240) == {
+        "t_s": [0.1, 0.2, 0.3], "throttled_share": [0.5, 0.0, 0.8], "throttled_periods": [1, 0, 1]}
+    # Shrunk to fewer points, neighbouring intervals averaged.
+    assert cpulimit.throttling_series(samples, 1)["throttled_share"] == [0.433]
+
+
+def test_the_sampler_reads_cpu_stat_from_outside_the_group(tmp_path):
+    stat = tmp_path / "cpu.stat"
+    stat.write_text("nr_periods 0\nnr_throttled 0\nthrottled_time 0\n")
+    sampler = cpulimit.Sampler(stat, hz=50).start()
+    time.sleep(0.1)
+    stat.write_text("nr_periods 5\nnr_throttled 5\nthrottled_time 100000000\n")
+    time.sleep(0.1)
+    series = sampler.finish(240)
+    assert len(series["t_s"]) >= 5 and sum(series["throttled_periods"]) == 5
+    assert max(series["throttled_share"]) > 0
+
+
+def test_steps_under_different_limits_or_jvm_options_get_servers_of_their_own():
+    from pul.lab import Step
+    from pul.run import group_by_server
+
+    def step(name, **kwargs):
+        return Step(name=name, endpoint="/x", concurrency=1, requests=10, **kwargs)
+
+    steps = [step("a", cpu_limit=Limit(0.5)), step("b", cpu_limit=Limit(0.5)), step("c", cpu_limit=Limit(1)),
+             step("d", cpu_limit=Limit(1, 20_000)), step("e", cpu_limit=Limit(1, 20_000), jvm_options=("-XX:ActiveProcessorCount=2",)),
+             step("f")]
+    assert [[s.name for s in group] for _, group in group_by_server(steps)] == [["a", "b"], ["c"], ["d"], ["e"], ["f"]]
+
+
+def test_the_runs_limit_overrides_a_steps_own():
+    from types import SimpleNamespace
+
+    from pul.lab import Step
+    from pul.run import RunOptions, cpu_limit_of
+
+    own = Step(name="a", endpoint="/x", concurrency=1, requests=10, cpu_limit=Limit(0.5))
+    assert cpu_limit_of(SimpleNamespace(options=RunOptions()), own) == Limit(0.5)
+    assert cpu_limit_of(SimpleNamespace(options=RunOptions(cpu_limit=Limit(2))), own) == Limit(2)

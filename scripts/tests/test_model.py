@@ -45,6 +45,17 @@ def test_the_jit_compilers_share_of_the_core_serves_no_requests():
     assert busy.requests_per_sec == pytest.approx((1 - model.MAX_COMPILER_SHARE) / 0.00073, rel=1e-3)
 
 
+def test_a_cpu_limit_is_the_servers_cores_and_the_arithmetic_names_it():
+    # Half a CPU of quota on the one core: 0.5 / 0.73 ms = 685 req/s, the limit named.
+    limited = model.combine(Prediction(None, "none"), {**ONE_CORE, "server_cores": 0.5, "cpu_limit": 0.5}, 1)
+    assert limited.bound_by == model.SERVER_CPU
+    assert limited.bounds[model.SERVER_CPU] == pytest.approx(0.5 / 0.00073, rel=1e-3)
+    assert "0.5 CPU (the CPU limit) / 0.73 ms" in limited.explanation
+    # A limit above the cores the server may use does not bind, and is not named.
+    loose = model.combine(Prediction(None, "none"), {**ONE_CORE, "cpu_limit": 2}, 1)
+    assert "1 core / 0.73 ms" in loose.explanation and "limit" not in loose.explanation
+
+
 def test_eight_threads_bind_before_the_core():
     prediction = model.combine(_lab_prediction("default"), ONE_CORE, 50)
     assert prediction.bound_by == model.THREADS
@@ -367,3 +378,12 @@ def test_a_step_the_run_hands_to_another_bound_is_checked_against_that_one():
     # With the run at its calibration's CPU the core stays the bound, and must be busy.
     _, misses, _ = check_at_the_core({**v, "server_cpu_ms_per_request": 0.319}, 0.25, (0.85, 1.10))
     assert any("server core busy" in m for m in misses)
+
+
+def test_a_table_names_the_cpu_limit_where_it_was_the_servers_cores():
+    limited = {"bound_by": model.SERVER_CPU, "calibration": {"server_cores": 0.5, "cpu_limit": 0.5}}
+    loose = {"bound_by": model.SERVER_CPU, "calibration": {"server_cores": 1, "cpu_limit": 2}}
+    assert model.shown_bound(limited) == model.CPU_LIMIT == "CPU limit"
+    assert model.shown_bound(loose) == model.SERVER_CPU
+    assert model.shown_bound({"bound_by": model.THREADS, "calibration": limited["calibration"]}) == model.THREADS
+    assert model.shown_bound({"bound_by": model.SERVER_CPU}) == model.SERVER_CPU
