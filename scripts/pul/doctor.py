@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import playline, profile, runtimes, tools
+from . import cpulimit, playline, profile, runtimes, tools
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -508,6 +508,22 @@ def check_cores() -> Finding:
     return Finding(OK, "CPU cores", f"{cores} (server and load generator get one each)")
 
 
+def check_cpu_limits() -> Finding:
+    """Whether `scripts/lab run --cpu-limit` can limit a server here, and what the JVM counts then."""
+    what = "CPU limits (--cpu-limit)"
+    try:
+        hierarchy = cpulimit.find_hierarchy(system_file("/proc/self/mountinfo"), system_file("/proc/self/cgroup"))
+    except (cpulimit.LimitUnavailable, OSError, ValueError) as error:
+        return Finding(INFO, what, f"not here: {error}")
+    how = ("cgroup v1, a group under " + str(hierarchy.root) if hierarchy.kind == "v1"
+           else "cgroup v2, a systemd scope")
+    try:
+        counted = cpulimit.probe_processors(cpulimit.Limit(0.5))
+    except (cpulimit.LimitUnavailable, OSError, subprocess.SubprocessError) as error:
+        return Finding(WARN, what, f"{how}, but a JVM could not be started under a limit: {error}")
+    return Finding(OK, what, f"{how}; a JVM under 0.5 CPU counts {counted} processor(s)")
+
+
 def labs_checks() -> list[Finding]:
     findings = [check_python(), *check_jdk(), check_cores()]
     # The programs scripts/tools.json puts in its "doctor" group, in the table's order.
@@ -519,6 +535,7 @@ def labs_checks() -> list[Finding]:
         check_mdbook(),
         *check_runtimes(),
         check_flame_graphs(),
+        *([check_cpu_limits()] if system() == "Linux" else []),
         check_memory(LABS_MEMORY_MIB, "a lab (sbt, the server, the load generator)"),
         check_disk(cache_dir(), LABS_DISK_GIB, "the caches and builds"),
     ]

@@ -162,6 +162,15 @@ def test_a_ready_lab_machine_passes(tmp_path):
         assert "Ready: no problems" in out.stdout
 
 
+def test_cpu_limits_are_reported_with_what_the_jvm_counts_or_why_not(tmp_path):
+    root = fake_root(tmp_path, cpu_flags="vmx", available_kib=8_000_000, kvm=True)
+    (root / "proc" / "self").mkdir(parents=True)
+    (root / "proc" / "self" / "mountinfo").write_text("31 23 0:28 / /sys rw - sysfs sysfs rw\n")
+    (root / "proc" / "self" / "cgroup").write_text("0::/\n")
+    out = doctor(tmp_path, "labs", bin_dir=tmp_path / "bin", root=root)
+    assert "info  CPU limits (--cpu-limit): not here: no cgroup cpu controller is mounted" in out.stdout, out.stdout
+
+
 def test_this_machine_reports_truthfully():
     # No stubs: whatever this machine has. Exit code and the FAIL lines must agree.
     out = subprocess.run([*DOCTOR, "all"], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
