@@ -15,10 +15,11 @@ Two kinds of machine:
 - cgroup v2 with systemd (the lab VM): a transient scope (`systemd-run --scope`, CPUQuota= and
   CPUQuotaPeriodSec=), which systemd removes once its processes are gone. systemd owns the
   hierarchy there, so the labs ask it rather than write cpu.max under its feet.
-Anywhere else, available() says why before any build.
+Anywhere else, find_hierarchy() says why before any build.
 
-A v1 group's name carries its driver's tag (pul-cpu-PID-START-UID), so the watchdog and a later
-run (pul.watchdog) remove the group of a driver that was killed, once its processes are stopped.
+A group's name carries its driver's tag and its server's number (pul-cpu-PID-START-UID-N), so the
+watchdog and a later run (pul.watchdog) remove the v1 group of a driver that was killed, once its
+processes are stopped, and no server reuses another's group or scope name.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class Limit:
         if not MIN_PERIOD_US <= self.period_us <= MAX_PERIOD_US:
             raise UsageError(f"--cpu-period-ms must be between {MIN_PERIOD_US // 1000} and "
                              f"{MAX_PERIOD_US // 1000} (the kernel's bounds), not {self.period_us / 1000:g}")
+        if abs(self.cpus * 100 - round(self.cpus * 100)) > 1e-9:
+            # systemd's CPUQuota= is a percentage, so a limit is whole hundredths of a CPU everywhere.
+            raise UsageError(f"--cpu-limit takes hundredths of a CPU (0.25, 0.5, 1.5), not {self.cpus:g}")
         if self.quota_us < MIN_QUOTA_US:
             raise UsageError(f"{self.cpus:g} CPU of a {self.period_us / 1000:g} ms period is "
                              f"{self.quota_us} µs, below the kernel's smallest quota ({MIN_QUOTA_US} µs): "
@@ -92,16 +96,26 @@ class Hierarchy:
     root: Path
 
 
-def _mounts(mountinfo: Path) -> list[tuple[Path, str, set[str]]]:
-    """(mount point, file system type, super options) of each line of a mountinfo file."""
+def _mounts(mountinfo: Path) -> list[tuple[Path, str, str, set[str], set[str]]]:
+    """(mount point, the mount's root, file system type, mount options, super options) of each line
+    of a mountinfo file (proc(5): fields 4 and 5, 6, and after the " - ")."""
     found = []
     for line in mountinfo.read_text().splitlines():
         before, _, after = line.partition(" - ")
         fields, tail = before.split(), after.split()
-        if len(fields) >= 5 and len(tail) >= 3:
+        if len(fields) >= 6 and len(tail) >= 3:
             point = fields[4].replace("\\040", " ")
-            found.append((Path(point), tail[0], set(tail[2].split(","))))
+            found.append((Path(point), fields[3], tail[0], set(fields[5].split(",")), set(tail[2].split(","))))
     return found
+
+
+def _below(path: str, root: str) -> str:
+    """PATH as seen below a mount of ROOT: a container's mount of /docker/ID shows that group as
+    its top (as HotSpot reads it, CgroupV1Controller::set_subsystem_path)."""
+    root = root.rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root):]
+    return path
 
 
 def _own_groups(cgroup_file: Path) -> dict[str, str]:
@@ -119,14 +133,20 @@ def find_hierarchy(mountinfo: Path = Path("/proc/self/mountinfo"), cgroup_file: 
     """Where a CPU limit can be made here, or LimitUnavailable saying what was looked for."""
     mounts = _mounts(mountinfo)
     own = _own_groups(cgroup_file)
-    for point, kind, options in mounts:
+    for point, mount_root, kind, mount_options, options in mounts:
         if kind == "cgroup" and "cpu" in options:
-            root = point / own.get("cpu", "/").lstrip("/")
+            root = point / _below(own.get("cpu", "/"), mount_root).lstrip("/")
+            if not root.is_dir():
+                raise LimitUnavailable(f"this process's group in the cpu controller's hierarchy ({root}) is not "
+                                       "there: a CPU limit cannot be made below it")
+            if "ro" in mount_options:
+                raise LimitUnavailable(f"the cpu controller's hierarchy ({point}) is mounted read-only here "
+                                       "(a container's, say): a CPU limit cannot be made")
             if not os.access(root, os.W_OK):
                 raise LimitUnavailable(f"the cpu controller's hierarchy ({root}) is not writable by this user: "
                                        "a CPU limit needs root here (sudo scripts/lab ...)")
             return Hierarchy("v1", root)
-    v2 = [point for point, kind, _ in mounts if kind == "cgroup2"]
+    v2 = [point for point, _, kind, _, _ in mounts if kind == "cgroup2"]
     if v2:
         if systemd_running is None:
             systemd_running = Path("/run/systemd/system").is_dir()
@@ -143,9 +163,11 @@ def find_hierarchy(mountinfo: Path = Path("/proc/self/mountinfo"), cgroup_file: 
                            "cpu nor cgroup v2): a CPU limit cannot be set here")
 
 
-def group_name(tag: str) -> str:
-    """The group (or scope) of the driver with TAG "PID:START:UID"."""
-    return PREFIX + tag.replace(":", "-")
+def group_name(tag: str, serial: int = 0) -> str:
+    """The group (or scope) of the driver with TAG "PID:START:UID", for its server number SERIAL: a
+    group of its own per server, so that one left behind never takes the next server's quota, nor
+    a scope that systemd has yet to collect its name."""
+    return PREFIX + tag.replace(":", "-") + f"-{serial}"
 
 
 def tag_of(name: str) -> str | None:
@@ -154,17 +176,17 @@ def tag_of(name: str) -> str | None:
         return None
     name = name.removesuffix(".scope")
     parts = name[len(PREFIX):].split("-")
-    return ":".join(parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
+    return ":".join(parts[:3]) if len(parts) == 4 and all(p.isdigit() for p in parts) else None
 
 
 class Group:
     """One driver's CPU limit: made by `make()`, joined by the command `command()` gives, read by
     `stats()`, removed by `remove()` once its processes are gone."""
 
-    def __init__(self, limit: Limit, hierarchy: Hierarchy, tag: str | None = None):
+    def __init__(self, limit: Limit, hierarchy: Hierarchy, tag: str | None = None, serial: int = 0):
         self.limit = limit
         self.hierarchy = hierarchy
-        self.name = group_name(tag or driver_tag())
+        self.name = group_name(tag or driver_tag(), serial)
         self.path = hierarchy.root / self.name if hierarchy.kind == "v1" else None
 
     def make(self) -> None:
@@ -184,7 +206,7 @@ class Group:
             # The shell joins the group, then becomes the command: the JVM starts inside it.
             return ["sh", "-c", 'echo $$ >"$0/cgroup.procs" && exec "$@"', str(self.path), *argv]
         return ["systemd-run", "--scope", "--quiet", "--collect", f"--unit={self.name}",
-                "-p", f"CPUQuota={self.limit.cpus * 100:g}%",
+                "-p", f"CPUQuota={round(self.limit.cpus * 100)}%",
                 "-p", f"CPUQuotaPeriodSec={self.limit.period_us}us", "--", *argv]
 
     def stat_file(self, pid: int | None = None) -> Path:
@@ -226,7 +248,9 @@ def read_stats(path: Path) -> dict:
 
 
 def difference(before: dict, after: dict) -> dict:
-    """What happened between two read_stats(), with the share of the periods that were throttled."""
+    """What happened between two read_stats(), with the share of the periods that were throttled.
+    throttled_seconds adds up the time each CPU's run queue of the group waited (the kernel's
+    throttled_time): on the one core a pinned server runs on, the time its threads waited."""
     delta = {key: after[key] - before[key] for key in ("periods", "throttled_periods", "throttled_seconds")}
     delta["throttled_seconds"] = round(delta["throttled_seconds"], 6)
     delta["throttled_share"] = round(delta["throttled_periods"] / delta["periods"], 4) if delta["periods"] else 0.0
@@ -264,21 +288,24 @@ class Sampler:
 
 
 def throttling_series(samples: list[tuple[float, dict]], max_points: int) -> dict:
-    """Seconds since the first sample, and per interval ending at each: the share of the interval
-    the group waited throttled (its throttled time over the interval's length) and the periods
-    throttled in it; at most `max_points` points (neighbouring intervals averaged)."""
+    """Seconds since the first sample, and per interval ending at each: the periods that ran out
+    of quota in it, and their share of the periods in it (as the step's throttled_share); at most
+    `max_points` points (neighbouring intervals averaged). (cpu.stat's throttled time adds up
+    every CPU's run queue of the group, so it is no share of an interval's time.)"""
     from .timeline import _bins, _shrink
 
-    times, waited, throttled = [], [], []
+    times, shares, throttled = [], [], []
     for (t0, s0), (t1, s1) in zip(samples, samples[1:]):
-        if t1 <= t0:
+        periods = s1["periods"] - s0["periods"]
+        if t1 <= t0 or periods < 0:
             continue
+        count = max(0, s1["throttled_periods"] - s0["throttled_periods"])
         times.append(t1)
-        waited.append(round(min(1.0, max(0.0, (s1["throttled_seconds"] - s0["throttled_seconds"]) / (t1 - t0))), 3))
-        throttled.append(max(0, s1["throttled_periods"] - s0["throttled_periods"]))
+        throttled.append(count)
+        shares.append(round(min(1.0, count / periods), 3) if periods else 0.0)
     bins = _bins(len(times), max_points)
     return {"t_s": [round(t, 2) for t in _shrink(times, bins, digits=2)],
-            "throttled_share": _shrink(waited, bins, digits=3),
+            "throttled_share": _shrink(shares, bins, digits=3),
             "throttled_periods": _shrink(throttled, bins)}
 
 
@@ -311,10 +338,11 @@ def remove_leftovers(is_target) -> list[str]:
     return removed
 
 
-def probe_processors(limit: Limit, java: str = "java", timeout: float = 30) -> int:
-    """The processors a JVM started under LIMIT counts (Runtime.availableProcessors), which is
-    what sizes its pools: checked before a run, so that a limit the JVM does not see is said."""
-    group = Group(limit, find_hierarchy())
+def probe_processors(limit: Limit, java: str = "java", timeout: float = 30,
+                     hierarchy: Hierarchy | None = None) -> int:
+    """The processors a JVM started under LIMIT counts (-XshowSettings:system's "Effective CPU
+    Count", what sizes its pools), in HIERARCHY (None: this machine's)."""
+    group = Group(limit, hierarchy or find_hierarchy())
     group.make()
     try:
         done = subprocess.run(group.command([java, "-XshowSettings:system", "-version"]), capture_output=True,

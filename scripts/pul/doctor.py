@@ -518,7 +518,7 @@ def check_cpu_limits() -> Finding:
     how = ("cgroup v1, a group under " + str(hierarchy.root) if hierarchy.kind == "v1"
            else "cgroup v2, a systemd scope")
     try:
-        counted = cpulimit.probe_processors(cpulimit.Limit(0.5))
+        counted = cpulimit.probe_processors(cpulimit.Limit(0.5), hierarchy=hierarchy)
     except (cpulimit.LimitUnavailable, OSError, subprocess.SubprocessError) as error:
         return Finding(WARN, what, f"{how}, but a JVM could not be started under a limit: {error}")
     return Finding(OK, what, f"{how}; a JVM under 0.5 CPU counts {counted} processor(s)")

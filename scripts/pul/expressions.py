@@ -81,7 +81,11 @@ def evaluate(node: ast.expr, name: Callable[[str], Any], attribute: Callable[[An
             raise ExpressionError(f"{ast.unparse(node)!r} negates {value!r}, not a number")
         return -value
     if isinstance(node, ast.Call):
-        return FUNCTIONS[node.func.id](*(evaluate(arg, name, attribute) for arg in node.args))
+        args = [evaluate(arg, name, attribute) for arg in node.args]
+        try:
+            return FUNCTIONS[node.func.id](*args)
+        except (TypeError, ValueError) as error:
+            raise ExpressionError(f"{ast.unparse(node)!r}: {error} ({', '.join(map(repr, args))})") from None
     raise ExpressionError(f"cannot evaluate {ast.unparse(node)!r}")
 
 

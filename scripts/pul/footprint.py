@@ -41,9 +41,12 @@ def read_status(pid: int, proc: Path = Path("/proc")) -> tuple[int, int] | None:
 
 
 def thread_group(name: str) -> str:
-    """A thread's group: its name with each number after a separator made N ("GC Thread#N",
-    "pool-N-thread-N"; "C2 CompilerThre" keeps its 2), trailing separators dropped."""
-    return re.sub(r"(?<=[-#_ .])\d+", "N", name).rstrip("-_ ") or "?"
+    """A thread's group: its name with each number after a separator made N, and a last such
+    number dropped with its separator, so that the kernel's 15 characters put one pool in one
+    group ("pool-12-thread-" and "pool-1-thread-1": "pool-N-thread"; "GC Thread#3": "GC Thread";
+    "C2 CompilerThre" keeps its 2)."""
+    grouped = re.sub(r"(?<=[-#_ .])\d+", "N", name).rstrip("-#_ .")
+    return re.sub(r"[-#_ .]N$", "", grouped).rstrip("-#_ .") or "?"
 
 
 def _ticks(stat_text: str) -> tuple[str, int] | None:

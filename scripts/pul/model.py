@@ -105,16 +105,26 @@ def serving_cpu_ms(v: dict) -> float | None:
     return during - (v.get("jit_share") or 0.0) * 1000 / rate
 
 
-def limit_binds(v: dict) -> bool:
-    """Whether a variant's server ran under a CPU limit below its cores (the quota was its cores)."""
+def limit_binds(calibration: dict | None) -> bool:
+    """Whether a CPU limit below the server's cores bound it: the calibration records one only
+    then, as the cores the server had (pul.run.calibration)."""
+    return (calibration or {}).get("cpu_limit") is not None
+
+
+def server_busy(v: dict) -> float | None:
+    """How busy the server's CPU was in a variant's measured run: its CPU seconds per second, and
+    under a CPU limit that bound it, as a share of the limit (0.5 CPU used of 0.5: 1.0)."""
+    used = v.get("server_cpu_utilization")
     calibration = v.get("calibration") or {}
-    return calibration.get("cpu_limit") is not None and calibration.get("server_cores") == calibration["cpu_limit"]
+    if used is None or not limit_binds(calibration):
+        return used
+    return round(used / calibration["cpu_limit"], 2)
 
 
 def shown_bound(v: dict) -> str | None:
-    """The bound a table names: the server's CPU is "CPU limit" where the limit was its cores."""
+    """The bound a table names: the server's CPU is "CPU limit" where a limit below its cores was it."""
     bound = v.get("bound_by")
-    return CPU_LIMIT if bound == SERVER_CPU and limit_binds(v) else bound
+    return CPU_LIMIT if bound == SERVER_CPU and limit_binds(v.get("calibration")) else bound
 
 
 def cpu_bound(cores: float, cpu_ms: float) -> float:
@@ -148,8 +158,7 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
         serving_cores = server_cores - compiler
         bounds[SERVER_CPU] = round(cpu_bound(serving_cores, server_ms), 1)
         # Under a CPU limit that binds (fewer CPUs of time than cores), the quota is the cores.
-        limited = calibration.get("cpu_limit") is not None and server_cores == calibration["cpu_limit"]
-        cores = (f"{server_cores:g} CPU (the CPU limit)" if limited
+        cores = (f"{server_cores:g} CPU (the CPU limit)" if limit_binds(calibration)
                  else f"{server_cores:g} core{'s' if server_cores != 1 else ''}")
         why[SERVER_CPU] = f"{cores} / {server_ms:.3g} ms of server CPU per request"
         if compiler >= SHOWN_COMPILER_SHARE:

@@ -165,7 +165,7 @@ def bound_sentence(v: dict) -> str | None:
         return None
     bounds = v.get("bounds") or {}
     why = (v.get("bounds_arithmetic") or {}).get(v["bound_by"], v.get("prediction", ""))
-    busy = v.get("server_cpu_utilization")
+    busy = model.server_busy(v)
     outside = band_note(v)
     queueing = queueing_below_bound(v)
     convoy = convoy_clause(v)
@@ -175,8 +175,9 @@ def bound_sentence(v: dict) -> str | None:
             + (f"; {convoy}" if convoy else "")
             + f"); measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f}"
             + (" of the convoy" if convoy else "") + ")"
-            + (f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
-               f"{busy:.0%} busy" if busy is not None else "") + "."
+            + ((f", with the server's CPU limit {busy:.0%} used" if model.limit_binds(v.get("calibration"))
+                else f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
+                f"{busy:.0%} busy") if busy is not None else "") + "."
             + (f" Outside the model's band ({BAND[0]:.2f}-{BAND[1]:.2f}){band_reasons(v)}." if outside else ""))
 
 
@@ -195,7 +196,7 @@ BAND = (0.85, 1.10)
 
 def _busy(v: dict) -> float | None:
     """How busy the resource of a variant's bound was during its measured run."""
-    return {model.SERVER_CPU: v.get("server_cpu_utilization"),
+    return {model.SERVER_CPU: model.server_busy(v),
             model.DATABASE_CPU: (v.get("extra") or {}).get("postgres_cpu_utilization"),
             model.LOAD_GENERATOR: v.get("load_cores_busy")}.get(v.get("bound_by"))
 

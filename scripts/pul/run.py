@@ -479,8 +479,10 @@ def calibration(at: StepBench, warmup: dict | None, fresh: bool, pools: dict) ->
     # rounded up), and no more than a CPU limit's quota allows (0.5: half a core's time).
     server_cores = pools.get("available_processors")
     limit = cpu_limit_of(bench, step)
-    if server_cores and limit:
-        server_cores = min(server_cores, limit.cpus)
+    # A limit binds where it is below those cores (model.limit_binds reads it from the calibration).
+    binding = limit if server_cores and limit and limit.cpus < server_cores else None
+    if binding:
+        server_cores = binding.cpus
     # The load generator's cores' CPU per request (ab, the driver, a database sharing them): the
     # least of the calibrating rounds. A round on a core the host slowed, or one still paying for
     # the step's start (new connections, cold backends), reads more than a request costs, and none
@@ -490,7 +492,7 @@ def calibration(at: StepBench, warmup: dict | None, fresh: bool, pools: dict) ->
     return {
         "server_cpu_ms": chosen["server_cpu_ms"], "load_cpu_ms": chosen["load_cpu_ms"],
         "server_cores": server_cores if server.cpu_source else None, "load_cores": load_cores,
-        **({"cpu_limit": limit.cpus} if limit else {}),
+        **({"cpu_limit": binding.cpus} if binding else {}),
         "requests_per_sec": chosen["requests_per_sec"],
         "load_cores_cpu_ms": min(shared) if shared else chosen.get("load_cores_cpu_ms"),
         **({"load_cores_cpu_ms_spread": [min(shared), max(shared)]} if shared else {}),
@@ -695,11 +697,11 @@ def measure(at: StepBench) -> tuple[LoadResult, dict | None, dict, list[dict]]:
     steal = machine.StealMeter()
     runs = Runs(at)
     queue = _listen_queue_meter(at)
+    throttling = _throttling_meter(bench, server)
     footprint = (FootprintMeter(server.child.pid).start()
                  if step.watch_footprint and isinstance(server, Server) and server.child else None)
     pools_timeline = _start_timeline(bench, server)
     profiler = _start_profile(bench, server)
-    throttling = _throttling_meter(bench, server)
     measured = False
     try:
         for repetition in range(1, step.repeat + 1):
@@ -729,19 +731,26 @@ def measure(at: StepBench) -> tuple[LoadResult, dict | None, dict, list[dict]]:
 class ThrottlingMeter:
     """What the CPU limit did during the measured runs: its periods, how many ran out of quota
     (throttled), and the time the group's threads waited for the next period (cpu.stat); with a
-    timeline (hz), the same over time."""
+    timeline (hz), the same over time. Its group's cpu.stat is found once, when it starts; a
+    reading the server's end made impossible leaves the step without the record, not the run
+    without its error."""
 
-    def __init__(self, group: cpulimit.Group, pid: int, hz: int = 0):
-        self.group, self.pid = group, pid
-        self.before = group.stats(pid)
-        self.sampler = cpulimit.Sampler(group.stat_file(pid), hz).start() if hz else None
+    def __init__(self, group: cpulimit.Group, stat_file: Path, hz: int = 0):
+        self.group, self.stat_file = group, stat_file
+        self.before = cpulimit.read_stats(stat_file)
+        self.sampler = cpulimit.Sampler(stat_file, hz).start() if hz else None
 
-    def finish(self) -> dict:
+    def finish(self) -> dict | None:
+        series = self.sampler.finish(timeline.MAX_POINTS) if self.sampler else None
+        try:
+            after = cpulimit.read_stats(self.stat_file)
+        except OSError:
+            return None
         limit = self.group.limit
         found = {"cpus": limit.cpus, "period_us": limit.period_us, "quota_us": limit.quota_us,
-                 **cpulimit.difference(self.before, self.group.stats(self.pid))}
-        if self.sampler:
-            found["timeline"] = self.sampler.finish(timeline.MAX_POINTS)
+                 **cpulimit.difference(self.before, after)}
+        if series is not None:
+            found["timeline"] = series
         return found
 
 
@@ -749,7 +758,10 @@ def _throttling_meter(bench: Bench, server) -> ThrottlingMeter | None:
     group = getattr(server, "cpu_group", None)
     if group is None or not server.child:
         return None
-    return ThrottlingMeter(group, server.child.pid, bench.options.timeline_hz)
+    try:
+        return ThrottlingMeter(group, group.stat_file(server.child.pid), bench.options.timeline_hz)
+    except OSError:
+        return None  # the server is gone: the step's own check says so
 
 
 def _start_profile(bench: Bench, server) -> profile.Profile | None:
@@ -1135,7 +1147,10 @@ def _measure_all(bench: Bench, steps: list[Step],
         for number, (setup, group) in enumerate(group_by_server(steps)):
             eta.begin(f"start {number}")
             limit = cpu_limit_of(bench, group[0])
-            cpu_group = cpulimit.Group(limit, bench.cpu_hierarchy) if limit and not remote else None
+            cpu_group = cpulimit.Group(limit, bench.cpu_hierarchy, serial=number) if limit and not remote else None
+            if cpu_group and bench.server_cpus and limit.cpus >= len(bench.server_cpus):
+                progress.note(f"note: the server runs on {len(bench.server_cpus)} core(s), so a limit of "
+                              f"{limit.cpus:g} CPU cannot bind: give it more cores (--server-cpus) to see it do so")
             server = remote or Server(script, options.port or free_port(), where.work_dir / "server.log",
                                       pin["server_cpus"],
                                       server_properties(lab, params, setup, options.settings, services.properties),

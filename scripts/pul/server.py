@@ -463,7 +463,11 @@ class Server:
         return args
 
     def jvm_options(self) -> tuple[str, ...]:
-        return (*jvm_options(self.server_cpus), *self.extra_jvm_options)
+        # In a CPU limit's group the JVM counts its processors itself, from the quota, as it does in
+        # a container: -XX:ActiveProcessorCount would override that count (os::active_processor_count
+        # reads the flag before the container), so the pinned server's count is left out there.
+        pinned = None if self.cpu_group is not None else self.server_cpus
+        return (*jvm_options(pinned), *self.extra_jvm_options)
 
     def child_env(self) -> dict[str, str]:
         """The server's environment: the driver's, self.env, and a secret generated per start (the

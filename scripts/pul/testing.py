@@ -281,7 +281,7 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     misses = [band_miss(f"{v['name']} measured over the bound at the run's own CPU per request",
                         used if core_binds else v["requests_per_sec"] / other, *band)]
     if core_binds:
-        misses.append(band_miss(f"{v['name']} server core busy", v["server_cpu_utilization"], core_busy))
+        misses.append(band_miss(f"{v['name']} server core busy", model.server_busy(v), core_busy))
     unsteady = len((v.get("extra") or {}).get("remeasured") or []) == model.MEASUREMENTS - 1 and abs(drift) > limit
     if calibrated and not unsteady:
         misses.append(band_miss(f"{v['name']} serving drift", abs(drift), high=limit))

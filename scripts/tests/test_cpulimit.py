@@ -45,7 +45,9 @@ def test_a_limit_is_a_quota_per_period_and_the_processors_the_jvm_counts():
     (float("nan"), 100_000, "above 0"),
     (1, 500, "between 1 and 1000"),
     (1, 2_000_000, "between 1 and 1000"),
-    (0.005, 100_000, "below the kernel's smallest quota"),
+    (0.005, 100_000, "hundredths of a CPU"),
+    (1 / 3, 100_000, "hundredths of a CPU"),
+    (0.01, 50_000, "below the kernel's smallest quota"),
 ])
 def test_a_bad_limit_is_a_usage_error_that_says_why(cpus, period_us, says):
     with pytest.raises(UsageError, match=says):
@@ -59,6 +61,29 @@ def test_cgroup_v1_makes_the_group_under_the_cpu_controller_where_this_process_i
     (root / "inner").mkdir(parents=True)
     found = cpulimit.find_hierarchy(**files(tmp_path, V1_MOUNTS.format(root=root), "1:cpu:/inner\n0::/\n"))
     assert found == Hierarchy("v1", root / "inner")
+
+
+def test_in_a_container_the_mounts_root_is_its_own_group(tmp_path):
+    # Docker on cgroup v1 without a cgroup namespace: /proc/self/cgroup and the mount's root both
+    # name /docker/ID; the group is the mount point itself.
+    root = tmp_path / "cpu"
+    root.mkdir()
+    mounts = f"32 31 0:29 /docker/abc {root} rw,relatime - cgroup cgroup rw,cpu\n"
+    found = cpulimit.find_hierarchy(**files(tmp_path, mounts, "1:cpu:/docker/abc\n"))
+    assert found == Hierarchy("v1", root)
+
+
+@pytest.mark.parametrize("mount_options, make, says", [
+    ("ro,relatime", True, "mounted read-only"),
+    ("rw,relatime", False, "is not there"),
+])
+def test_a_read_only_or_missing_hierarchy_says_which(tmp_path, mount_options, make, says):
+    root = tmp_path / "cpu"
+    if make:
+        root.mkdir()
+    mounts = f"32 31 0:29 / {root} {mount_options} - cgroup cgroup rw,cpu\n"
+    with pytest.raises(LimitUnavailable, match=says):
+        cpulimit.find_hierarchy(**files(tmp_path, mounts, "1:cpu:/\n"))
 
 
 def test_cgroup_v1_not_writable_asks_for_root(tmp_path, monkeypatch):
@@ -75,7 +100,7 @@ def test_cgroup_v2_with_systemd_asks_systemd_for_a_scope(tmp_path, monkeypatch):
                                     systemd_run="/usr/bin/systemd-run", systemd_running=True)
     assert found == Hierarchy("v2", Path("/sys/fs/cgroup"))
     command = Group(Limit(0.5, 20_000), found, tag="12:34:0").command(["java", "-version"])
-    assert command == ["systemd-run", "--scope", "--quiet", "--collect", "--unit=pul-cpu-12-34-0",
+    assert command == ["systemd-run", "--scope", "--quiet", "--collect", "--unit=pul-cpu-12-34-0-0",
                        "-p", "CPUQuota=50%", "-p", "CPUQuotaPeriodSec=20000us", "--", "java", "-version"]
 
 
@@ -94,12 +119,15 @@ def test_no_cpu_controller_at_all_is_said(tmp_path):
         cpulimit.find_hierarchy(**files(tmp_path, "31 23 0:28 / /sys rw - sysfs sysfs rw\n", "0::/\n"))
 
 
-def test_a_groups_name_carries_its_drivers_tag_and_only_ours_are_read_back():
-    assert cpulimit.group_name("123:456:0") == "pul-cpu-123-456-0"
-    assert cpulimit.tag_of("pul-cpu-123-456-0") == "123:456:0"
-    assert cpulimit.tag_of("pul-cpu-123-456-0.scope") == "123:456:0"
-    for other in ("docker", "pul-cpu-1-2", "pul-cpu-a-b-c", "pul-postgres-1-2-3"):
+def test_a_groups_name_carries_its_drivers_tag_and_server_and_only_ours_are_read_back():
+    assert cpulimit.group_name("123:456:0", 2) == "pul-cpu-123-456-0-2"
+    assert cpulimit.tag_of("pul-cpu-123-456-0-2") == "123:456:0"
+    assert cpulimit.tag_of("pul-cpu-123-456-0-0.scope") == "123:456:0"
+    for other in ("docker", "pul-cpu-1-2-3", "pul-cpu-a-b-c-d", "pul-postgres-1-2-3-4"):
         assert cpulimit.tag_of(other) is None
+    # Each server of a run in a group of its own.
+    hierarchy = Hierarchy("v1", Path("/x"))
+    assert Group(Limit(1), hierarchy, "1:2:0", serial=0).name != Group(Limit(1), hierarchy, "1:2:0", serial=1).name
 
 
 # -- statistics ------------------------------------------------------------------------------
@@ -244,8 +272,12 @@ def test_the_server_starts_inside_its_group(tmp_path):
     group = Group(Limit(0.5), Hierarchy("v1", tmp_path), tag="1:2:0")
     server = Server(tmp_path / "bin" / "lab", 9999, tmp_path / "server.log", "0", {}, cpu_group=group)
     command = server.command()
-    assert command[:4] == ["sh", "-c", 'echo $$ >"$0/cgroup.procs" && exec "$@"', str(tmp_path / "pul-cpu-1-2-0")]
+    assert command[:4] == ["sh", "-c", 'echo $$ >"$0/cgroup.procs" && exec "$@"', str(tmp_path / "pul-cpu-1-2-0-0")]
     assert command[4:6] == ["taskset", "-c"] and str(tmp_path / "bin" / "lab") in command
+    # The JVM counts its processors from the quota, as in a container: no count of the driver's.
+    assert not any("ActiveProcessorCount" in arg for arg in command)
+    unlimited = Server(tmp_path / "bin" / "lab", 9999, tmp_path / "server.log", "0", {})
+    assert "-J-XX:ActiveProcessorCount=1" in unlimited.command()
 
 
 def test_the_throttling_meter_counts_the_measured_runs_only(tmp_path):
@@ -255,29 +287,64 @@ def test_the_throttling_meter_counts_the_measured_runs_only(tmp_path):
     group.path.mkdir()
     stat = group.path / "cpu.stat"
     stat.write_text("nr_periods 100\nnr_throttled 10\nthrottled_time 1000000000\n")
-    meter = ThrottlingMeter(group, os.getpid())
+    meter = ThrottlingMeter(group, group.stat_file())
     stat.write_text("nr_periods 150\nnr_throttled 40\nthrottled_time 1500000000\n")
     assert meter.finish() == {"cpus": 0.5, "period_us": 100_000, "quota_us": 50_000, "periods": 50,
                               "throttled_periods": 30, "throttled_seconds": 0.5, "throttled_share": 0.6}
 
 
-def test_the_throttling_timeline_gives_each_intervals_share_spent_waiting():
+def test_a_throttling_meter_whose_group_is_gone_leaves_no_record_and_no_thread(tmp_path):
+    from pul.run import ThrottlingMeter
+
+    group = Group(Limit(0.5), Hierarchy("v1", tmp_path), tag="1:2:0")
+    group.path.mkdir()
+    (group.path / "cpu.stat").write_text("nr_periods 1\nnr_throttled 0\nthrottled_time 0\n")
+    meter = ThrottlingMeter(group, group.stat_file(), hz=50)
+    (group.path / "cpu.stat").unlink()
+    assert meter.finish() is None
+    assert not meter.sampler._thread.is_alive()
+
+
+def test_a_limited_record_is_one_the_results_schema_takes():
+    """calibration.server_cores is a share of a core under a limit, and the variant's cpu_limit."""
+    import json
+
+    from pul import schema
+
+    committed = json.loads((REPO / "labs" / "01-non-blocking" / "results" / "latest.json").read_text())
+    variant = committed["variants"][0]
+    variant["calibration"] = {**variant["calibration"], "server_cores": 0.5, "cpu_limit": 0.5}
+    variant["cpu_limit"] = {"cpus": 0.5, "period_us": 100_000, "quota_us": 50_000, "periods": 43,
+                            "throttled_periods": 8, "throttled_seconds": 0.22, "throttled_share": 0.186,
+                            "timeline": {"t_s": [0.1], "throttled_share": [0.0], "throttled_periods": [0]}}
+    committed["cpu_limit"] = {"cpus": 0.5, "period_us": 100_000, "quota_us": 50_000, "processors": 1,
+                              "cgroup": "v1"}
+    assert schema.errors(committed, schema.load(REPO / "scripts" / "results.schema.json")) == []
+
+
+def test_the_throttling_timeline_gives_each_intervals_throttled_periods_and_their_share():
     def stat(periods, throttled, seconds):
         return {"periods": periods, "throttled_periods": throttled, "throttled_seconds": seconds}
 
-    samples = [(0.0, stat(0, 0, 0.0)), (0.1, stat(1, 1, 0.05)), (0.2, stat(2, 1, 0.05)), (0.3, stat(3, 2, 0.13))]
+    samples = [(0.0, stat(0, 0, 0.0)), (0.1, stat(2, 1, 0.05)), (0.2, stat(3, 1, 0.05)), (0.3, stat(5, 2, 0.13))]
     assert cpulimit.throttling_series(samples, 240) == {
-        "t_s": [0.1, 0.2, 0.3], "throttled_share": [0.5, 0.0, 0.8], "throttled_periods": [1, 0, 1]}
+        "t_s": [0.1, 0.2, 0.3], "throttled_share": [0.5, 0.0, 0.5], "throttled_periods": [1, 0, 1]}
     # Shrunk to fewer points, neighbouring intervals averaged.
-    assert cpulimit.throttling_series(samples, 1)["throttled_share"] == [0.433]
+    assert cpulimit.throttling_series(samples, 1)["throttled_share"] == [0.333]
 
 
 def test_the_sampler_reads_cpu_stat_from_outside_the_group(tmp_path):
     stat = tmp_path / "cpu.stat"
-    stat.write_text("nr_periods 0\nnr_throttled 0\nthrottled_time 0\n")
+
+    def write(text):
+        # Whole, as the kernel's file reads: never a half-written one.
+        (tmp_path / "next").write_text(text)
+        os.replace(tmp_path / "next", stat)
+
+    write("nr_periods 0\nnr_throttled 0\nthrottled_time 0\n")
     sampler = cpulimit.Sampler(stat, hz=50).start()
     time.sleep(0.1)
-    stat.write_text("nr_periods 5\nnr_throttled 5\nthrottled_time 100000000\n")
+    write("nr_periods 5\nnr_throttled 5\nthrottled_time 100000000\n")
     time.sleep(0.1)
     series = sampler.finish(240)
     assert len(series["t_s"]) >= 5 and sum(series["throttled_periods"]) == 5

@@ -65,6 +65,9 @@ def test_the_callers_error_for_a_missing_name_comes_through_unchanged():
     ("rate / zero", {"rate": 1.0, "zero": 0}, "division by zero"),
     ("rate + bound", {"rate": 1.0, "bound": "threads"}, "unsupported operand"),
     ("-bound", {"bound": "threads"}, "negates 'threads', not a number"),
+    ("min(rate)", {"rate": 1.0}, "not iterable"),
+    ("abs(rate, rate)", {"rate": 1.0}, "abs"),
+    ("max(rate, bound)", {"rate": 1.0, "bound": "threads"}, "not supported"),
 ])
 def test_arithmetic_that_cannot_be_done_is_an_expression_error(text, names, says):
     with pytest.raises(ExpressionError, match=says):

@@ -51,8 +51,8 @@ def test_a_cpu_limit_is_the_servers_cores_and_the_arithmetic_names_it():
     assert limited.bound_by == model.SERVER_CPU
     assert limited.bounds[model.SERVER_CPU] == pytest.approx(0.5 / 0.00073, rel=1e-3)
     assert "0.5 CPU (the CPU limit) / 0.73 ms" in limited.explanation
-    # A limit above the cores the server may use does not bind, and is not named.
-    loose = model.combine(Prediction(None, "none"), {**ONE_CORE, "cpu_limit": 2}, 1)
+    # A limit at or above the cores the server may use does not bind: the calibration records none.
+    loose = model.combine(Prediction(None, "none"), ONE_CORE, 1)
     assert "1 core / 0.73 ms" in loose.explanation and "limit" not in loose.explanation
 
 
@@ -380,10 +380,13 @@ def test_a_step_the_run_hands_to_another_bound_is_checked_against_that_one():
     assert any("server core busy" in m for m in misses)
 
 
-def test_a_table_names_the_cpu_limit_where_it_was_the_servers_cores():
-    limited = {"bound_by": model.SERVER_CPU, "calibration": {"server_cores": 0.5, "cpu_limit": 0.5}}
-    loose = {"bound_by": model.SERVER_CPU, "calibration": {"server_cores": 1, "cpu_limit": 2}}
+def test_a_table_names_the_cpu_limit_where_it_was_the_servers_cores_and_its_use_is_a_share_of_it():
+    limited = {"bound_by": model.SERVER_CPU, "server_cpu_utilization": 0.45,
+               "calibration": {"server_cores": 0.5, "cpu_limit": 0.5}}
+    loose = {"bound_by": model.SERVER_CPU, "server_cpu_utilization": 0.45, "calibration": {"server_cores": 1}}
     assert model.shown_bound(limited) == model.CPU_LIMIT == "CPU limit"
     assert model.shown_bound(loose) == model.SERVER_CPU
     assert model.shown_bound({"bound_by": model.THREADS, "calibration": limited["calibration"]}) == model.THREADS
     assert model.shown_bound({"bound_by": model.SERVER_CPU}) == model.SERVER_CPU
+    # 0.45 CPU-seconds a second: 90% of a 0.5-CPU limit, 45% of a core.
+    assert model.server_busy(limited) == 0.9 and model.server_busy(loose) == 0.45
