@@ -16,10 +16,20 @@ def test_a_fixed_loop_reports_its_samples_as_shares_of_the_fastest():
     cpu = sorted(os.sched_getaffinity(0))[:1]
     probe = machine.steadiness(cpu, seconds=0.5, sample=0.05)
     assert probe is not None and probe["sample_s"] == 0.05
-    # About ten samples in half a second; the loop checks the clock every thousand iterations.
-    assert 5 <= probe["samples"] <= 12, probe
+    # At most eleven samples in half a second, each at least 0.05 s and a thousand iterations. Fewer
+    # on a loaded machine: a sample the scheduler interrupts lasts until the loop looks at the clock
+    # again (the scripts part once saw fewer than five, beside the provisioning part and a census).
+    assert 2 <= probe["samples"] <= 11, probe
     assert 0 < probe["least_share"] <= probe["median_share"] <= 1, probe
-    assert probe["cpus"] == str(cpu[0]) and probe["fastest_count"] >= 1, probe
+    assert probe["cpus"] == str(cpu[0]) and probe["fastest_count"] >= 1000, probe
+
+
+def test_the_samples_become_shares_of_the_fastest(monkeypatch):
+    monkeypatch.setattr(machine.subprocess, "run",
+                        lambda *_a, **_k: machine.subprocess.CompletedProcess([], 0, "2000\n1000\n1500\n4000\n", ""))
+    probe = machine.steadiness([0], seconds=0.2, sample=0.05)
+    assert probe == {"samples": 4, "sample_s": 0.05, "cpus": "0", "fastest_count": 4000,
+                     "median_share": 0.438, "least_share": 0.25}
 
 
 def test_a_loop_that_cannot_run_records_nothing(monkeypatch):
