@@ -410,7 +410,7 @@ def timeline_svg(results: dict, names: list[str], series: list[tuple[str, str, s
                  for column, (pool, measure, label) in enumerate(present)]
         plots.append(f'$v{index} using 1:{len(present) + 2} axes x1y2 with lines lw 1 lc rgb "#aaaaaa" '
                      f'title "server CPU (cores, right)"')
-        bound = v.get("bound_by") or "nothing named"
+        bound = model.shown_bound(v) or "nothing named"
         # Threads set the scale: a dispatcher's queue counts tasks, not requests (Akka HTTP's own
         # work queues there too, in bursts of hundreds), and would flatten the threads' lines.
         kept = [x for (_, measure, _), values in zip(present, columns[1:-1]) if measure != "queued"

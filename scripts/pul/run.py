@@ -1472,7 +1472,7 @@ def _print_step(record: dict, progress: Progress) -> None:
     text = (f"{record['name']}: {record['requests_per_sec']:,.0f} req/s, mean {record['mean_ms']:.1f} ms, "
             f"p99 {record['p99_ms']:.1f} ms")
     if record["predicted_requests_per_sec"]:
-        text += (f" (predicted {record['predicted_requests_per_sec']:,.0f}, bound by {record['bound_by']}, "
+        text += (f" (predicted {record['predicted_requests_per_sec']:,.0f}, bound by {model.shown_bound(record)}, "
                  f"ratio {record['measured_over_predicted']:.2f})")
     if record["failed"] or record["non_2xx"]:
         text += f" -- {record['failed']} FAILED, {record['non_2xx']} non-2xx"
