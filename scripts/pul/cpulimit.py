@@ -29,13 +29,13 @@ import math
 import os
 import shutil
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import LabError, UsageError
 from .procs import driver_tag
+from .sampling import Periodic
 
 PREFIX = "pul-cpu-"
 # The kernel's bounds for a CFS period (max_cfs_quota_period 1 s, min_cfs_quota_period 1 ms, in
@@ -82,6 +82,10 @@ class Limit:
     def processors(self) -> int:
         """The processors HotSpot counts under this limit, on a machine with at least as many."""
         return math.ceil(self.quota_us / self.period_us)
+
+    def record(self) -> dict:
+        """The limit as the results record it (scripts/results.schema.json)."""
+        return {"cpus": self.cpus, "period_us": self.period_us, "quota_us": self.quota_us}
 
     def describe(self) -> str:
         return f"{self.cpus:g} CPU ({self.quota_us / 1000:g} ms of CPU every {self.period_us / 1000:g} ms)"
@@ -180,8 +184,8 @@ def tag_of(name: str) -> str | None:
 
 
 class Group:
-    """One driver's CPU limit: made by `make()`, joined by the command `command()` gives, read by
-    `stats()`, removed by `remove()` once its processes are gone."""
+    """One driver's CPU limit: made by `make()`, joined by the command `command()` gives, read from
+    `stat_file()`, removed by `remove()` once its processes are gone."""
 
     def __init__(self, limit: Limit, hierarchy: Hierarchy, tag: str | None = None, serial: int = 0):
         self.limit = limit
@@ -217,9 +221,6 @@ class Group:
             raise LimitUnavailable("a scope's statistics are found from a process in it")
         path = _own_groups(Path(f"/proc/{pid}/cgroup")).get("", "")
         return self.hierarchy.root / path.lstrip("/") / "cpu.stat"
-
-    def stats(self, pid: int | None = None) -> dict:
-        return read_stats(self.stat_file(pid))
 
     def remove(self) -> bool:
         """Remove a v1 group (a scope goes by itself); False if processes still hold it."""
@@ -260,30 +261,24 @@ def difference(before: dict, after: dict) -> dict:
 class Sampler:
     """cpu.stat read HZ times a second by a thread of the driver, outside the group (a sampler in
     the server would be throttled with it, and miss the very pauses it should show). `finish()`
-    gives the share of each interval the group spent throttled, for the timeline."""
+    gives the periods throttled in each interval, for the timeline."""
 
     def __init__(self, stat_file: Path, hz: int):
-        self.stat_file, self.interval = stat_file, 1.0 / hz
+        self.stat_file = stat_file
         self.samples: list[tuple[float, dict]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="cpu.stat sampler", daemon=True)
+        self.sampling = Periodic(hz, self._sample, "cpu.stat sampler", at_once=True)
+
+    def _sample(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.samples.append((time.monotonic() - self._started, read_stats(self.stat_file)))
 
     def start(self) -> "Sampler":
         self._started = time.monotonic()
-        self._thread.start()
+        self.sampling.start()
         return self
 
-    def _run(self) -> None:
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            with contextlib.suppress(OSError, ValueError):
-                self.samples.append((time.monotonic() - self._started, read_stats(self.stat_file)))
-            next_at += self.interval
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
-
     def finish(self, max_points: int) -> dict:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        self.sampling.stop()
         return throttling_series(self.samples, max_points)
 
 

@@ -1,7 +1,7 @@
 """The small language of the book's claims (pul.claims) and the exercises' checks (pul.exercises).
 
 Both compare measured numbers: `requests_per_sec >= 0.7 * in_flight_limit` in an exercise,
-`lab03.pool_16.measured_over_predicted <= 1.10` in a claim. The text is read with Python's own
+`labNN.VARIANT.measured_over_predicted <= 1.10` in a claim. The text is read with Python's own
 parser and evaluated here, never by eval(), and only these nodes are accepted: numbers (and
 quoted strings where the caller allows them), names, name.attribute, + - * /, unary minus,
 min/max/abs, and the comparisons the caller allows.

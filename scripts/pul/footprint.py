@@ -17,10 +17,10 @@ pool that starts a thread per task puts its work.
 from __future__ import annotations
 
 import re
-import threading
 from pathlib import Path
 
 from .probe import CLOCK_TICKS, group_pids
+from .sampling import Periodic
 
 # Samples a second: enough to see the peak of a few seconds' load, next to nothing for the
 # load generator's core the driver runs on.
@@ -109,28 +109,19 @@ class FootprintMeter:
         self.samples: list[tuple[int, int]] = []
         # The JVM's threads at the start (the start script execs java: the group's leader is it).
         self.threads_before = read_threads(pgid)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._sampling = Periodic(SAMPLES_PER_SECOND, self.sample, "footprint", at_once=True)
 
     def sample(self) -> None:
         found = [s for s in (read_status(pid) for pid in group_pids(self.pgid)) if s]
         if found:
             self.samples.append((sum(t for t, _ in found), sum(r for _, r in found)))
 
-    def _loop(self) -> None:
-        self.sample()
-        while not self._stop.wait(1 / SAMPLES_PER_SECOND):
-            self.sample()
-
     def start(self) -> "FootprintMeter":
-        self._thread = threading.Thread(target=self._loop, name="footprint", daemon=True)
-        self._thread.start()
+        self._sampling.start()
         return self
 
     def finish(self) -> dict | None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._sampling.stop()
         if not self.samples:
             return None
         threads = [t for t, _ in self.samples]

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import threading
 from pathlib import Path
+
+from .sampling import Periodic
 
 NETSTAT = Path("/proc/net/netstat")
 # Samples of the queue a second: often enough to catch it full during a step of a few seconds,
@@ -55,8 +56,7 @@ class ListenQueueMeter:
         if cpus is not None and shutil.which("taskset"):
             # On the load generator's cores, like ab: the server's core stays the server's.
             self.command = ["taskset", "-c", cpus, *self.command]
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._sampling = Periodic(SAMPLES_PER_SECOND, self._sample, "listen-queue")
         self.samples: list[int] = []
         self.limit: int | None = None
 
@@ -75,20 +75,13 @@ class ListenQueueMeter:
             queued, self.limit = found
             self.samples.append(queued)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(1 / SAMPLES_PER_SECOND):
-            self._sample()
-
     def start(self) -> "ListenQueueMeter":
         self.before = tcp_ext_counters()
-        self._thread = threading.Thread(target=self._loop, name="listen-queue", daemon=True)
-        self._thread.start()
+        self._sampling.start()
         return self
 
     def finish(self) -> dict:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._sampling.stop()
         after = tcp_ext_counters()
         full = sum(1 for n in self.samples if self.limit is not None and n >= self.limit)
         return {

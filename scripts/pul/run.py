@@ -746,9 +746,7 @@ class ThrottlingMeter:
             after = cpulimit.read_stats(self.stat_file)
         except OSError:
             return None
-        limit = self.group.limit
-        found = {"cpus": limit.cpus, "period_us": limit.period_us, "quota_us": limit.quota_us,
-                 **cpulimit.difference(self.before, after)}
+        found = {**self.group.limit.record(), **cpulimit.difference(self.before, after)}
         if series is not None:
             found["timeline"] = series
         return found
@@ -944,8 +942,7 @@ def cpu_limit_record(limit: cpulimit.Limit | None, hierarchy: cpulimit.Hierarchy
     """The run's CPU limit as its results record it (None: no limit)."""
     if limit is None:
         return None
-    return {"cpus": limit.cpus, "period_us": limit.period_us, "quota_us": limit.quota_us,
-            "processors": limit.processors, "cgroup": hierarchy.kind if hierarchy else None}
+    return {**limit.record(), "processors": limit.processors, "cgroup": hierarchy.kind if hierarchy else None}
 
 
 def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:

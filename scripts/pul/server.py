@@ -480,7 +480,8 @@ class Server:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("w")
         progress.step(f"starting the server on {self.base_url}"
-                      + (f", pinned to CPU {self.server_cpus}" if self.server_cpus is not None else ""))
+                      + (f", pinned to CPU {self.server_cpus}" if self.server_cpus is not None else "")
+                      + (f", under a CPU limit of {self.cpu_group.limit.describe()}" if self.cpu_group else ""))
         self.child = children.start(self.command(), env=self.child_env(), stdout=self._log,
                                     name="play server")
         deadline = time.monotonic() + timeout
