@@ -228,6 +228,39 @@ def _parts_by_census(sources: list[tuple[str, dict]]) -> list[str]:
     return lines
 
 
+def passes_in_a_row(sources: list[tuple[str, dict]]) -> dict[str, dict]:
+    """Per part, the passes in a row up to its newest run, the repetitions taken in the order they
+    started: how many, from which census and commit the run of passes starts, and the last failure
+    before it (None if it never failed). The census's "10/10 after the fixes" is this count."""
+    reps = sorted(((data.get("started_at", ""), k, name, rep) for name, data in sources
+                   for k, rep in enumerate(data["repetitions"])), key=lambda r: r[:2])
+    rows: dict[str, dict] = {}
+    for _, k, name, rep in reps:
+        where = {"census": Path(name).name, "repetition": k + 1, "commit": rep.get("commit", "")[:7]}
+        for part, outcome in rep["parts"].items():
+            row = rows.setdefault(part, {"passes": 0, "since": None, "last_failure": None})
+            if outcome["passed"]:
+                row["since"] = row["since"] or where
+                row["passes"] += 1
+            else:
+                rows[part] = {"passes": 0, "since": None, "last_failure": where}
+    return dict(sorted(rows.items()))
+
+
+def _where(place: dict | None) -> str:
+    return "–" if place is None else f"`{place['census']}` rep {place['repetition']} ({place['commit']})"
+
+
+def _passes_in_a_row_lines(sources: list[tuple[str, dict]]) -> list[str]:
+    lines = ["", "### Passes in a row", "",
+             "Each part's passes up to its newest run, every census's repetitions in the order they started "
+             "(a part's fixes come after its last failure).", "",
+             "| part | passes in a row | since | last failure |", "|:---|---:|:---|:---|"]
+    for part, row in passes_in_a_row(sources).items():
+        lines.append(f"| {part} | {row['passes']} | {_where(row['since'])} | {_where(row['last_failure'])} |")
+    return lines
+
+
 def summary_markdown(summary: dict, sources: list[tuple[str, dict]]) -> str:
     lines = [f"# Test census: {summary['repetitions']} repetitions", "",
              "Made by `scripts/test --repeat N PART...` (each repetition a fresh clone of the commit named) "
@@ -239,6 +272,7 @@ def summary_markdown(summary: dict, sources: list[tuple[str, dict]]) -> str:
                      f"{_n(e['seconds_median'])} / {_n(e['seconds_max'])} |")
     if len(sources) > 1:
         lines += _parts_by_census(sources)
+        lines += _passes_in_a_row_lines(sources)
     if summary["failed_tests"]:
         lines += ["", "## Failed tests", "", "| test | failures |", "|:---|---:|"]
         lines += [f"| `{test}` | {count} |" for test, count in summary["failed_tests"].items()]

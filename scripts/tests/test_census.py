@@ -178,6 +178,26 @@ def test_merged_censuses_show_each_ones_passes_side_by_side(stand_in, tmp_path):
     assert "Parts by census" not in census.merged_summary([tmp_path / "before"])
 
 
+def test_passes_in_a_row_count_from_the_last_failure_in_the_order_runs_started():
+    """Censuses given out of order are taken in the order they started; a failure resets the count,
+    and a part missing from a repetition neither counts nor resets."""
+    def rep(commit, **parts):
+        return {"commit": commit, "parts": {p: {"passed": ok, "seconds": 1} for p, ok in parts.items()},
+                "failed_tests": [], "bands": []}
+    later = ("b", {"started_at": "2026-12-07T10:00:00Z",
+                   "repetitions": [rep("2222222", lab=True, other=True), rep("2222222", lab=True)]})
+    earlier = ("a", {"started_at": "2026-12-07T09:00:00Z",
+                     "repetitions": [rep("1111111", lab=True, other=True), rep("1111111", lab=False, other=True)]})
+    rows = census.passes_in_a_row([later, earlier])
+    assert rows["lab"] == {"passes": 2, "since": {"census": "b", "repetition": 1, "commit": "2222222"},
+                           "last_failure": {"census": "a", "repetition": 2, "commit": "1111111"}}
+    assert rows["other"] == {"passes": 3, "since": {"census": "a", "repetition": 1, "commit": "1111111"},
+                             "last_failure": None}
+    text = census.summary_markdown(census.summarise([]), [later, earlier])
+    assert "| lab | 2 | `b` rep 1 (2222222) | `a` rep 2 (1111111) |" in text
+    assert "| other | 3 | `a` rep 1 (1111111) | – |" in text
+
+
 def test_every_repetition_tests_the_commit_the_census_started_on(stand_in, tmp_path):
     """A commit made while the census runs (here, by the part itself, into the repository the
     census clones) must not reach the later repetitions."""
