@@ -8,7 +8,7 @@ import statistics
 from pul import model, report
 from pul.claims import key as claims_key
 from pul.probe import describe_tail, probe_p99
-from pul.results import _fmt, machine_line, markdown_table, predicted_cell
+from pul.results import _fmt, machine_line, markdown_table, predicted_cell, ratio_cell
 
 from .driver import LOCKSTEP, WIDE_JITTER
 
@@ -168,7 +168,7 @@ TABLE_COLUMNS = [
     ("its core, all users", lambda v: f"{v['load_cores_busy']:.0%}" if v.get("load_cores_busy") is not None else "–", True),
     ("predicted req/s", predicted_cell, True),
     ("bound by", lambda v: _fmt(v.get("bound_by")), False),
-    ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
+    ("measured/predicted", ratio_cell, True),
 ]
 
 SWEEP_COLUMNS = [c for c in TABLE_COLUMNS if c[0] not in ("threads", STATUS_HEADING)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from pul import report
-from pul.results import _fmt, machine_line, markdown_table
+from pul.results import _fmt, machine_line, markdown_table, ratio_cell
 
 from .driver import (BASELINE, BASELINE_AGAIN, DEFAULT, KINDS, LOAD_SATURATED, NO_CSRF, SERVER_SATURATED,
                      THOROUGH, WARMUP_JIT_QUIET, WARMUP_SETTLED)
@@ -93,7 +93,7 @@ def table_columns(results: dict):
         # The model: the server's core or ab's, calibrated before the step (pul.model).
         ("predicted req/s", lambda v: _fmt(v.get("predicted_requests_per_sec"), 0), True),
         ("bound by", lambda v: _fmt(v.get("bound_by")), False),
-        ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
+        ("measured/predicted", ratio_cell, True),
     ]
 
 def render(results: dict, lab) -> dict[str, str]:

@@ -17,7 +17,7 @@ from . import model, play3, profile
 from .claims import key as claim_key
 from .errors import BadResults, LabError
 from .lab import Lab
-from .results import load, machine_line, predicted_cell, write_text_atomic
+from .results import load, machine_line, predicted_cell, ratio_cell, write_text_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -174,7 +174,8 @@ def bound_sentence(v: dict) -> str | None:
             + (f"; {model.queueing_arithmetic(queueing)}" if queueing else "")
             + (f"; {convoy}" if convoy else "")
             + f"); measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f}"
-            + (" of the convoy" if convoy else "") + ")"
+            + (f" of the convoy, {v['requests_per_sec'] / v['predicted_upper_requests_per_sec']:.2f} of the smooth "
+               "prediction" if convoy else "") + ")"
             + ((f", with the server's CPU limit {busy:.0%} used" if model.limit_binds(v.get("calibration"))
                 else f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
                 f"{busy:.0%} busy") if busy is not None else "") + "."
@@ -343,10 +344,8 @@ def bounds_markdown(results: dict, names: list[str] | None = None) -> str:
         for resource in resources:
             value = _number(v["bounds"].get(resource)) if resource in v["bounds"] else "–"
             cells.append(f"**{value}**" if resource == v.get("bound_by") else value)
-        ratio = v.get("measured_over_predicted")
         lines.append(f"| {v['name']} | " + " | ".join(cells) + f" | {model.shown_bound(v) or '–'} | "
-                     f"{predicted_cell(v)} | "
-                     f"{_number(v['requests_per_sec'])} | {'–' if ratio is None else f'{ratio:.2f}'} |")
+                     f"{predicted_cell(v)} | {_number(v['requests_per_sec'])} | {ratio_cell(v)} |")
     lines.append("")
     for v in variants:
         why = (v.get("bounds_arithmetic") or {}).get(v.get("bound_by"), v.get("prediction", ""))

@@ -171,6 +171,16 @@ def predicted_cell(v: dict) -> str:
     return f"{low}–{_fmt(float(upper), 0)}" if upper else low
 
 
+def ratio_cell(v: dict) -> str:
+    """Measured over predicted; for a range, over each end ('1.51 / 0.95': over the convoy's floor,
+    then over the smooth prediction), so that a run inside its range reads as such: the first at
+    least 1, the second at most 1."""
+    ratio, upper = v.get("measured_over_predicted"), v.get("predicted_upper_requests_per_sec")
+    if ratio is None or not upper:
+        return _fmt(ratio, 2)
+    return f"{ratio:.2f} / {v['requests_per_sec'] / upper:.2f}"
+
+
 STANDARD_COLUMNS = [
     # (heading, function of a variant, right-aligned)
     ("variant", lambda v: v["name"], False),
@@ -183,7 +193,7 @@ STANDARD_COLUMNS = [
     ("server CPU", lambda v: f"{v['server_cpu_utilization']:.0%}" if v.get("server_cpu_utilization") is not None else "–", True),
     ("predicted req/s", predicted_cell, True),
     ("bound by", lambda v: _fmt(model.shown_bound(v)), False),
-    ("measured/predicted", lambda v: _fmt(v.get("measured_over_predicted"), 2), True),
+    ("measured/predicted", ratio_cell, True),
 ]
 # The model's columns, for a lab's own table_columns() to end with.
 MODEL_COLUMNS = STANDARD_COLUMNS[-3:]

@@ -71,3 +71,17 @@ def test_a_step_measured_again_says_what_its_first_run_was():
     assert ("measured 3 times: its earlier runs served at -35% (4,478 req/s, 1.52 of its bound) and +28% "
             "(3,012 req/s, 0.78 of its bound) of the CPU per request calibrated before each"
             ) in band_note({**v, "extra": {"runs": [], "remeasured": [first, second]}})
+
+
+def test_a_range_gives_its_ratio_to_each_end():
+    """A row inside its range (pul.model.CONVOY) reads as such: at least 1 over the convoy's floor,
+    at most 1 over the smooth prediction; a single prediction keeps its one ratio."""
+    from pul.results import predicted_cell, ratio_cell
+    ranged = {"requests_per_sec": 1542.0, "predicted_requests_per_sec": 1022.0,
+              "predicted_upper_requests_per_sec": 1618.0, "measured_over_predicted": round(1542 / 1022, 3)}
+    assert predicted_cell(ranged) == "1,022–1,618"
+    assert ratio_cell(ranged) == "1.51 / 0.95"
+    single = {"requests_per_sec": 253.0, "predicted_requests_per_sec": 260.0,
+              "predicted_upper_requests_per_sec": None, "measured_over_predicted": 0.973}
+    assert ratio_cell(single) == "0.97"
+    assert ratio_cell({"measured_over_predicted": None}) == "–"
