@@ -8,7 +8,7 @@ import statistics
 from pul import report
 from pul.claims import key as claims_key
 from pul.probe import SAMPLES_FOR_P99, describe_tail, probe_p99
-from pul.results import machine_line, markdown_table
+from pul.results import machine_line, markdown_table, raw_text
 
 from .driver import LANGUAGES
 
@@ -196,9 +196,9 @@ def facts(results: dict, lab) -> dict:
     if steal:
         found["steal_share_most"] = max(steal)
     example = next((v for v in results["variants"] if v["name"] == AB_EXAMPLE and v.get("ab_output")), None)
-    if lab is not None and example is not None and (lab.dir / "results" / example["ab_output"]).exists():
-        times = ab_connection_times((lab.dir / "results" / example["ab_output"]).read_text())
-        found.update({f"ab_{line.lower()}_mean_ms": row["mean"] for line, row in times.items()})
+    text = raw_text(lab.dir / "results", example["ab_output"]) if lab is not None and example is not None else None
+    if text is not None:
+        found.update({f"ab_{line.lower()}_mean_ms": row["mean"] for line, row in ab_connection_times(text).items()})
     return found
 
 

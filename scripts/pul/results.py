@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -132,6 +133,23 @@ def remove_earlier_runs(results_dir: Path, run_stamp: str) -> list[Path]:
         else:
             entry.unlink()
     return removed
+
+
+def raw_text(results_dir: Path, relative: str) -> str | None:
+    """A run's raw output (ab's report, say) that its record names relative to `results_dir`: the
+    file in the working tree, or, where a later run has replaced the run (a student's `scripts/lab
+    run` deletes the committed run's files), as git's HEAD holds it, so that the committed run a
+    test checks reads its own files. None if neither has it, or if the name leaves the folder (a
+    record is untrusted input)."""
+    name = Path(relative)
+    if name.is_absolute() or ".." in name.parts:
+        return None
+    path = results_dir / name
+    if path.is_file():
+        return path.read_text(errors="replace")
+    shown = subprocess.run(["git", "-C", str(results_dir), "show", f"HEAD:./{name.as_posix()}"],
+                           capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
+    return shown.stdout if shown.returncode == 0 else None
 
 
 def load(path: Path) -> dict:

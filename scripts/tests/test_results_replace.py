@@ -136,3 +136,22 @@ def test_every_path_latest_json_names_exists(results_dir):
     assert paths, "each variant names its raw ab output"
     missing = [p for p in paths if not (results_dir / p).is_file()]
     assert not missing, f"{results_dir}/latest.json names missing files: {missing[:5]}"
+
+
+def test_raw_output_comes_from_the_working_tree_then_from_git_and_never_from_outside(tmp_path):
+    """pul.results.raw_text: a replaced run's raw file as git's HEAD has it; a name that leaves the
+    results folder (a record is untrusted input) reads nothing."""
+    import subprocess
+    folder = tmp_path / "results"
+    (folder / "old").mkdir(parents=True)
+    (folder / "old" / "ab.txt").write_text("committed\n")
+    (tmp_path / "secret.txt").write_text("outside\n")
+    for command in (["git", "init", "-q"], ["git", "add", "-A"],
+                    ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "c"]):
+        subprocess.run(command, cwd=tmp_path, check=True, capture_output=True)
+    assert results.raw_text(folder, "old/ab.txt") == "committed\n"
+    shutil.rmtree(folder / "old")  # a later run replaced it
+    assert results.raw_text(folder, "old/ab.txt") == "committed\n"
+    assert results.raw_text(folder, "new/ab.txt") is None
+    assert results.raw_text(folder, "../secret.txt") is None
+    assert results.raw_text(folder, str(tmp_path / "secret.txt")) is None
