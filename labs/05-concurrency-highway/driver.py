@@ -68,6 +68,7 @@ OPEN_LOOP_MAX_IN_FLIGHT = 4000
 WATCH_QUEUE_ABOVE = 1024
 
 
+# ANCHOR: queueing
 def erlang_c(servers: int, load: float) -> float:
     """Erlang's C formula: the chance that an arrival must wait, in an M/M/c queue with `servers`
     servers offered `load` = rate x service time (Erlang B by its recurrence, then C from B)."""
@@ -80,7 +81,6 @@ def erlang_c(servers: int, load: float) -> float:
     return b / (1 - rho * (1 - b))
 
 
-# ANCHOR: queueing
 def wait_mmc(rate: float, service_s: float, servers: int) -> float:
     """Mean wait in the queue (seconds) of M/M/c: C(c, a) / (c mu - lambda); infinite at or past capacity."""
     capacity = servers / service_s

@@ -11,7 +11,7 @@ from pul import model, report
 from pul.claims import key as claims_key
 from pul.results import machine_line, predicted_cell
 
-from .driver import LITTLE_TOLERANCE
+from .driver import LITTLE_TOLERANCE, erlang_c, wait_mdc, wait_mmc
 
 
 def little_check(v: dict) -> dict:
@@ -154,6 +154,7 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab05-open-table.md": open_table(results) + "\n" + machine,
         "book/src/generated/lab05-summary.md": "\n".join(f"- {n}" for n in summary_notes(results)) + "\n",
         "book/src/generated/lab05-model.md": model_sentences(results),
+        "book/src/generated/lab05-erlang-c.md": erlang_c_text(results),
         "book/src/generated/lab05-cpu-per-request.md": cpu_per_request_table(sweep(results, ""))
         + "\n" + cpu_trend(sweep(results, "")) + "\n",
         "book/src/figures/lab05-throughput.svg": throughput_figure(results),
@@ -452,6 +453,46 @@ def model_sentences(results: dict) -> str:
                  f"throughput was **{model['capacity']:,.0f} req/s** (at c = {model['best_c']:,}), so its bounds "
                  f"meet at c* = {model['capacity']:,.0f}/s × {model['r1_ms'] / 1000:.5f} s ≈ **{model['knee']:.1f}**.")
     return text + "\n"
+
+
+# The worked example of Erlang's C formula on the open-loop page: the lab's road at this
+# utilisation, with one lane and with all of its lanes.
+ERLANG_C_UTILISATION = 0.7
+
+
+def erlang_c_example(results: dict) -> list[dict]:
+    """Per number of lanes (one, and the run's own), at ERLANG_C_UTILISATION of their capacity with
+    the run's service time: the rate, the load in erlangs, Erlang's C (the chance to wait) and the
+    mean waits in the queue of M/M/c and M/D/c (the driver's own functions), in ms."""
+    fixed = fixed_model(results)
+    service_s = fixed["work_ms"] / 1000
+    rows = []
+    for lanes in sorted({1, fixed["lanes"]}):
+        rate = ERLANG_C_UTILISATION * lanes / service_s
+        rows.append({"lanes": lanes, "rate": rate, "load": rate * service_s,
+                     "waits": erlang_c(lanes, rate * service_s),
+                     "mmc_ms": 1000 * wait_mmc(rate, service_s, lanes),
+                     "mdc_ms": 1000 * wait_mdc(rate, service_s, lanes)})
+    return rows
+
+
+def erlang_c_text(results: dict) -> str:
+    """The worked example as a table, with the service time and the utilisation it assumes, and how
+    much shorter the many-lane road's mean wait is than the one lane's."""
+    rows = erlang_c_example(results)
+    work_ms = fixed_model(results)["work_ms"]
+    lines = [f"Utilisation *ρ* = {ERLANG_C_UTILISATION:.0%}, service time *S* = {work_ms:g} ms "
+             "(the committed run's `--work-ms`):", "",
+             "| lanes *c* | rate *λ* | load *a* = *λS* | *C*(*c*, *a*) | *W*q(M/M/*c*) | *W*q(M/D/*c*) |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        how = "exact" if row["lanes"] == 1 else "approximate"
+        lines.append(f"| {row['lanes']} | {row['rate']:,.0f}/s | {row['load']:.2f} | {row['waits']:.3f} "
+                     f"| {row['mmc_ms']:.2f} ms | {row['mdc_ms']:.2f} ms ({how}) |")
+    if len(rows) > 1:
+        lines += ["", f"At the same utilisation, the mean wait with {rows[-1]['lanes']} lanes is "
+                      f"{rows[0]['mmc_ms'] / rows[-1]['mmc_ms']:.0f} times shorter than with one lane."]
+    return "\n".join(lines) + "\n"
 
 
 def cpu_by_load(steps: list[dict]) -> tuple[float, list[tuple[dict, float]]] | None:

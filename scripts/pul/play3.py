@@ -242,9 +242,10 @@ def artifacts(lab: Lab) -> dict[Path, str]:
     return found
 
 
-# Akka's names as prose and listings spell them: configuration keys, classes named in full, thread
-# names (Play's actor system is called "application") and import lines.
-AKKA_NAME = re.compile(r"(?:application-|play\.)?akka\.[A-Za-z][\w.-]*\w|import akka\.[\w.]+")
+# Akka's names as prose and listings spell them: configuration keys (Play's own below play.akka and
+# play.server.akka), classes named in full, thread names (Play's actor system is called
+# "application") and import lines.
+AKKA_NAME = re.compile(r"(?:application-|play\.(?:server\.)?)?akka\.[A-Za-z][\w.-]*\w|import akka\.[\w.]+")
 # A thread of a dispatcher: <actor system>-<dispatcher id>-<n> (Pekko's and Akka's
 # MonitorableThreadFactory, named by each executor configurator), written with any n or N.
 THREAD_NAME = re.compile(r"^application-(?P<dispatcher>.+)-(?:N|\d+)$")

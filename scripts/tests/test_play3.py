@@ -213,6 +213,15 @@ def test_the_appendix_finds_names_in_prose_and_in_included_listings(tmp_path):
     assert found == {"akka.actor.default-dispatcher": ["page.md"], "akka.http.server.backlog": ["page.md"]}
 
 
+def test_the_appendix_reads_plays_server_keys_whole(tmp_path):
+    """Play's Akka HTTP server settings sit below play.server.akka: the whole key, not its tail from
+    akka on, which names nothing (Play 2.9.11's play-akka-http-server reference.conf)."""
+    (tmp_path / "page.md").write_text("# Page\nSet `play.server.akka.requestTimeout = 10s`.\n")
+    assert play3.book_names(tmp_path) == {"play.server.akka.requestTimeout": ["page.md"]}
+    rows = {row[0]: row for row in play3.appendix_rows(tmp_path)}
+    assert rows["play.server.akka.requestTimeout"][1:3] == ("play.server.pekko.requestTimeout", "setting")
+
+
 def test_every_lab_chapter_shows_its_play_3_pages():
     for lab_dir in sorted(REPO.glob("labs/[0-9][0-9]-*")):
         lab = resolve(lab_dir.name[:2])

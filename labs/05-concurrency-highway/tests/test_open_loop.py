@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import heapq
+import math
 import random
 
 import pytest
@@ -22,6 +23,19 @@ def test_erlang_c_known_values():
     # Two servers offered one erlang: C = (1/2 x 2) / (1 + 1 + 1) = 1/3.
     assert driver.erlang_c(2, 1.0) == pytest.approx(1 / 3)
     assert driver.erlang_c(8, 8.0) == 1.0
+
+
+def erlang_c_by_its_definition(servers: int, load: float) -> float:
+    """Erlang's C as the open-loop page writes it: E / (E + (1 - rho) x sum of a^k / k! below c),
+    with E = a^c / c!."""
+    rho, top = load / servers, load ** servers / math.factorial(servers)
+    below = sum(load ** k / math.factorial(k) for k in range(servers))
+    return top / (top + (1 - rho) * below)
+
+
+@pytest.mark.parametrize("servers, load", [(1, 0.3), (2, 1.5), (8, 5.6), (8, 7.9), (32, 20.0)])
+def test_erlang_c_by_erlang_b_agrees_with_the_formula_the_book_gives(servers, load):
+    assert driver.erlang_c(servers, load) == pytest.approx(erlang_c_by_its_definition(servers, load))
 
 
 def test_m_d_1_is_pollaczek_khinchine():

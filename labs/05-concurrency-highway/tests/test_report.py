@@ -153,3 +153,27 @@ def test_the_timeline_facts_are_each_steps_medians():
                          "pools": {"lanes": {"busy": [8, 8, 7], "queued": [56, 50, 56]}, "default": {"busy": []}}}}
     assert REPORT.timeline_facts({"variants": [step, _step(1, 2000, 0.5)]}) == {
         "busy_median_lanes_fixed_c_64": 8, "queued_median_lanes_fixed_c_64": 56, "cpu_cores_median_fixed_c_64": 0.2}
+
+
+def _fixed_run(lanes: int, work_ms: float) -> dict:
+    return {"pools": {"work_ms": work_ms, "pools": {"lanes": {"threads": lanes}}}}
+
+
+def test_the_erlang_c_example_takes_one_lane_and_the_runs_lanes_at_one_utilisation():
+    rho, service_s = REPORT.ERLANG_C_UTILISATION, 0.020
+    one, eight = REPORT.erlang_c_example(_fixed_run(8, 20))
+    assert (one["lanes"], eight["lanes"]) == (1, 8)
+    assert one["load"] == pytest.approx(rho) and eight["load"] == pytest.approx(8 * rho)
+    # One lane: the chance to wait is the utilisation, M/M/1 waits S rho / (1 - rho), M/D/1 half that.
+    assert one["waits"] == pytest.approx(rho)
+    assert one["mmc_ms"] == pytest.approx(1000 * service_s * rho / (1 - rho))
+    assert one["mdc_ms"] == pytest.approx(one["mmc_ms"] / 2)
+    # Eight lanes at the same utilisation: Wq = S C / (c (1 - rho)), a fraction of one lane's.
+    assert eight["mmc_ms"] == pytest.approx(1000 * service_s * eight["waits"] / (8 * (1 - rho)))
+    assert 0 < eight["waits"] < rho and eight["mmc_ms"] < one["mmc_ms"] / 8
+    text = REPORT.erlang_c_text(_fixed_run(8, 20))
+    assert f"| 1 | {rho / service_s:,.0f}/s | {rho:.2f} | {rho:.3f} | {one['mmc_ms']:.2f} ms |" in text
+    assert f"{one['mmc_ms'] / eight['mmc_ms']:.0f} times shorter" in text
+    # A road of one lane has nothing to compare.
+    assert len(REPORT.erlang_c_example(_fixed_run(1, 20))) == 1
+    assert "times shorter" not in REPORT.erlang_c_text(_fixed_run(1, 20))
