@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,14 +228,25 @@ def test_a_privileged_port_as_a_user_is_permission_denied_not_in_use(tmp_path):
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from pul import server, errors\n"
             "try:\n    server.check_port(80)\n"
             "except errors.LabError as e:\n    print(type(e).__name__, e.exit_code, e)\n")
-    user, python = {}, sys.executable
+    user, python, scripts = {}, sys.executable, REPO / "scripts"
     if os.geteuid() == 0:
-        # As root, bind() may use any port: ask as nobody, with a Python nobody may run.
+        # As root, bind() may use any port: ask as nobody, with a Python nobody may run, and a copy
+        # of the driver nobody may read (a clone in root's home, mode 700, is closed to nobody).
         user, python = {"user": "nobody"}, "/usr/bin/python3"
         if not os.access(python, os.X_OK):
             pytest.skip("no system Python to run as nobody")
-    done = subprocess.run([python, "-c", code, str(REPO / "scripts")], capture_output=True, text=True,
-                          timeout=30, cwd="/", **user)
+        scripts = Path(tempfile.mkdtemp(prefix="pul-as-nobody-"))
+        shutil.copytree(REPO / "scripts", scripts, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "tests"))
+        for folder in (scripts, *(p for p in scripts.rglob("*") if p.is_dir())):
+            folder.chmod(0o755)
+        for file in (p for p in scripts.rglob("*") if p.is_file()):
+            file.chmod(0o644)
+    try:
+        done = subprocess.run([python, "-c", code, str(scripts)], capture_output=True, text=True,
+                              timeout=30, cwd="/", **user)
+    finally:
+        if scripts != REPO / "scripts":
+            shutil.rmtree(scripts)
     assert done.stdout.startswith("UsageError 2 "), done.stdout + done.stderr
     assert "permission denied" in done.stdout and "privileged" in done.stdout and "already in use" not in done.stdout
 
