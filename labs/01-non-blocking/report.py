@@ -63,7 +63,7 @@ def cpu_sentence(language: str, blocking: dict | None, offloaded: dict | None) -
 
 def render(results: dict, lab) -> dict[str, str]:
     table = markdown_table(results) + "\n" + machine_line(results) + "\n"
-    probe_rows = ["| variant under load | /status p50 ms | /status p99 ms | /status max ms | answered (n) |",
+    probe_rows = ["| variant under load | /status p50 ms | /status p99 ms | /status max ms | answered |",
                   "|:---|---:|---:|---:|---:|"]
     for v in results["variants"]:
         if v["probe"]:
@@ -104,7 +104,7 @@ def ab_output_example(results: dict, lab_dir, variant: str) -> str:
 def littles_law_table(results: dict) -> str:
     """Little's law checked on each variant: lambda x W against ab's concurrency, and
     lambda x S (threads busy working) against the size of the pool the work ran on."""
-    rows = ["| variant | λ (req/s) | W (s) | λ × W | c | S (s) | λ × S | N |",
+    rows = ["| variant | λ (req/s) | W (s) | λ × W | c | S (s) | λ × S | T |",
             "|:---|---:|---:|---:|---:|---:|---:|---:|"]
     for v in results["variants"]:
         rate, latency, work = v["requests_per_sec"], v["mean_ms"] / 1000, v["service_ms"] / 1000

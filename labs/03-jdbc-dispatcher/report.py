@@ -113,11 +113,11 @@ def _mode(params: dict) -> str:
 
 
 def _status_tail(probe: dict | None) -> str:
-    """The probe's p99 and its n; the maximum instead when too few probes answered for a p99."""
+    """The probe's p99 and how many answered; the maximum instead when too few answered for a p99."""
     if not probe or probe.get("max_ms") is None:
         return "–"
     p99 = probe_p99(probe)
-    n = f"(n={probe['requests']:,})"
+    n = f"({probe['requests']:,})"
     return f"{_fmt(p99, 1)} {n}" if p99 is not None else f"max {_fmt(probe['max_ms'], 1)} {n}"
 
 
@@ -127,7 +127,7 @@ def _extra(v: dict, key: str, digits: int = 0) -> str:
 
 # The probe's cell is its p99 only from SAMPLES_FOR_P99 answers on, else its maximum ("max ..."):
 # the heading says both, so that no reader takes a maximum of a few dozen probes for a p99.
-STATUS_HEADING = "/status p99 (or max) ms (n)"
+STATUS_HEADING = "/status p99 (or max) ms (answers)"
 
 
 def goodput(v: dict) -> float | None:
@@ -217,7 +217,7 @@ def sweep_rows(results: dict) -> list[tuple[str, str, float | int, str]]:
     rows = [(f"the wait of a query, *w*: `pg_sleep` of `--query-ms`{jitter}", "wait_ms", query_ms, f"{query_ms} ms"),
             ("the rest of its database work (a connection from the pool, the two statements, the answer), timed "
              f"alone with no wait at start-up{over}", "alone_ms", m["alone_ms"], f"{m['alone_ms']:.2f} ms"),
-            ("the time a query held its connection, *h*: the steps' median", "hold_ms", busy, f"{busy:.1f} ms")]
+            ("the time a query held its connection, *S*: the steps' median", "hold_ms", busy, f"{busy:.1f} ms")]
     if "ceiling" in m:
         cores, knee = m["cores"], m["ceiling"] * busy / 1000.0
         rows += [(f"PostgreSQL's CPU per query, timed alone at start-up, *d*{over}", "d_ms", m["cpu_ms"],
@@ -225,7 +225,7 @@ def sweep_rows(results: dict) -> list[tuple[str, str, float | int, str]]:
                  ("PostgreSQL's cores, *k*", "cores", cores, f"{cores}"),
                  ("PostgreSQL's limit, *k* ÷ *d*: the figure's dashed line", "limit_per_s", m["ceiling"],
                   f"{m['ceiling']:,.0f} queries/s"),
-                 ("the corner, *N*\\* = *k* × *h* ÷ *d*", "corner", knee, f"about {knee:.0f} connections")]
+                 ("the corner, *N*\\* = *k* × *S* ÷ *d*", "corner", knee, f"about {knee:.0f} connections")]
         if not one:
             rows += _calibration_rows(variants)
         hikari = 2 * cores
@@ -322,9 +322,9 @@ def _database_bound_rows(results: dict, calibrated: str) -> list[dict]:
 
 
 def database_bound(results: dict) -> dict | None:
-    """Why the database CPU bound differs from row to row, as numbers: it is k / s, s calibrated just
+    """Why the database CPU bound differs from row to row, as numbers: it is k / D, D calibrated just
     before each step. Runs whose calibration measured the database's shared core
-    (load_cores_cpu_ms) have s from it: all that core spent per request; older runs have s =
+    (load_cores_cpu_ms) have D from it: all that core spent per request; older runs have D =
     PostgreSQL's CPU per query + ab's CPU per request. {"rows": [(what, the fact's name, least, its
     row or None, most, its row or None, unit)], "rows_with_it": how many rows, "lockstep_aside": whether
     a lockstep row was left out}; None when fewer than two rows have that bound."""
@@ -348,12 +348,12 @@ def database_bound(results: dict) -> dict | None:
     }
     if not shared:
         per_row["ab_ms"] = {v["name"]: v["calibration"]["load_cpu_ms"] for v in rows}
-    s_what = ("*s*: all the CPU the database's core spent per request (PostgreSQL, `ab`, the driver), in the "
+    s_what = ("*D*: all the CPU the database's core spent per request (PostgreSQL, `ab`, the driver), in the "
               "round just before the step, at its concurrency" if shared else
-              "*s*: PostgreSQL's CPU per query, *d*, plus `ab`'s CPU per request in the round just before the step")
+              "*D*: PostgreSQL's CPU per query, *d*, plus `ab`'s CPU per request in the round just before the step")
     k = f"{cores:g} core{'' if cores == 1 else 's'}"
     labels = [("s_ms", s_what, "ms", True),
-              ("bound_per_s", f"the bound, *k* ÷ *s*, with *k* = {k}", "req/s", True),
+              ("bound_per_s", f"the bound, *k* ÷ *D*, with *k* = {k}", "req/s", True),
               ("binding_bound_per_s", "the same, over the rows it binds", "req/s", True),
               ("rate_per_s", "requests/s measured", "req/s", True),
               ("d_ms", "*d*: PostgreSQL's CPU per query, timed alone at each server's start", "ms", False),

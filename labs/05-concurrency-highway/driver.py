@@ -70,7 +70,7 @@ WATCH_QUEUE_ABOVE = 1024
 
 # ANCHOR: queueing
 def erlang_c(servers: int, load: float) -> float:
-    """Erlang's C formula: the chance that an arrival must wait, in an M/M/c queue with `servers`
+    """Erlang's C formula: the chance that an arrival must wait, in an M/M/m queue with `servers`
     servers offered `load` = rate x service time (Erlang B by its recurrence, then C from B)."""
     rho = load / servers
     if rho >= 1:
@@ -82,7 +82,8 @@ def erlang_c(servers: int, load: float) -> float:
 
 
 def wait_mmc(rate: float, service_s: float, servers: int) -> float:
-    """Mean wait in the queue (seconds) of M/M/c: C(c, a) / (c mu - lambda); infinite at or past capacity."""
+    """Mean wait in the queue (seconds) of M/M/m: C(m, a) / (m / S - lambda), m lanes (`servers`)
+    of service time S; infinite at or past capacity."""
     capacity = servers / service_s
     if rate >= capacity:
         return math.inf
@@ -90,13 +91,14 @@ def wait_mmc(rate: float, service_s: float, servers: int) -> float:
 
 
 def wait_mdc(rate: float, service_s: float, servers: int) -> float:
-    """Mean wait in the queue (seconds) of M/D/c: Poisson arrivals, a constant service time.
+    """Mean wait in the queue (seconds) of M/D/m: Poisson arrivals, a constant service time.
 
-    The approximation Wq(M/G/c) ~ (ca^2 + cs^2) / 2 x Wq(M/M/c) (Whitt 1993, "Approximations for the
+    The approximation Wq(M/G/m) ~ (ca^2 + cs^2) / 2 x Wq(M/M/m) (Whitt 1993, "Approximations for the
     GI/G/m queue", Production and Operations Management 2(2)), with ca^2 = 1 for Poisson arrivals and
-    cs^2 = 0 for a constant service: half the M/M/c wait. Exact for one server (Pollaczek-Khinchine:
-    rho / (2 mu (1 - rho))); for several, close in heavy traffic, where the wait matters, and low in
-    light traffic, where it is a small fraction of the service time (Cosmetatos 1975 refines it).
+    cs^2 = 0 for a constant service: half the M/M/m wait. Exact for one server (Pollaczek-Khinchine:
+    U S / (2 (1 - U)), U the utilisation); for several, close in heavy traffic, where the wait
+    matters, and low in light traffic, where it is a small fraction of the service time
+    (Cosmetatos 1975 refines it).
     """
     return wait_mmc(rate, service_s, servers) / 2
 # ANCHOR_END: queueing
@@ -105,8 +107,8 @@ def wait_mdc(rate: float, service_s: float, servers: int) -> float:
 def open_loop_model(arrivals: str, rate: float, servers: int, service_ms: float, seconds: float) -> dict:
     """The queueing prediction for one open-loop step: mean wait and latency, and the model's name.
 
-    Below capacity: Poisson arrivals on a constant service wait as M/D/c says; evenly spaced ones
-    (D/D/c) never wait, since a lane is free again before its turn comes round. At or past capacity
+    Below capacity: Poisson arrivals on a constant service wait as M/D/m says; evenly spaced ones
+    (D/D/m) never wait, since a lane is free again before its turn comes round. At or past capacity
     no steady state exists for either: the backlog grows by (rate - capacity) every second, so a
     request due t seconds in waits (rate / capacity - 1) x t, and over a run of T seconds the mean
     wait is (rate / capacity - 1) x T / 2: twice the run, twice the wait.
@@ -218,7 +220,7 @@ class ConcurrencyHighway(Lab):
                         f"mean {queue['predicted_wait_ms']:,.0f} ms over {step.extra['seconds']:g} s")
             else:
                 wait = (f"{queue['queue_model']} at utilisation {queue['utilisation']:.0%}: mean wait "
-                        + ("1/2 Wq(M/M/c) = " if step.extra["arrivals"] == "poisson" else "")
+                        + ("1/2 Wq(M/M/m) = " if step.extra["arrivals"] == "poisson" else "")
                         + f"{queue['predicted_wait_ms']:.2f} ms")
             # Two bounds of the lab's own: the offered rate, and the lanes (pul.model adds the CPU's).
             bounds = {"offered rate": float(rate), "threads": round(capacity, 1)}

@@ -63,10 +63,10 @@ def echo_model(results: dict) -> dict | None:
     """The echo's bounds: an empty road, then a full one.
 
     Nothing tells us the echo's capacity in advance (CPU work whose cost per request depends on
-    the machine and the JIT), so this model takes two measured numbers: R1, the time one
-    request takes alone (the c=1 mean), and the plateau, the best throughput of the sweep.
-    Then throughput <= min(c / R1, plateau), latency >= max(R1, c / plateau), and the knee
-    is where the lines meet: c* = plateau x R1. The fixed-service endpoint is the one whose
+    the machine and the JIT), so this model takes two measured numbers: W1, the time one
+    request takes alone (the c=1 mean; r1_ms), and the plateau, the best throughput of the
+    sweep. Then throughput <= min(c / W1, plateau), latency >= max(W1, c / plateau), and the
+    knee is where the lines meet: c* = plateau x W1. The fixed-service endpoint is the one whose
     capacity is predicted before any request is sent.
     """
     steps = sweep(results, "")
@@ -131,8 +131,8 @@ def summary_notes(results: dict) -> list[str]:
                                           for v in failures))
     model = echo_model(results)
     if model:
-        notes.append(f"echo bounds: R1 = {model['r1_ms']:.2f} ms alone (c=1), plateau {model['capacity']:,.0f} "
-                     f"req/s (c={model['best_c']}) -> knee at c* = plateau x R1 = {model['knee']:.1f}.")
+        notes.append(f"echo bounds: W1 = {model['r1_ms']:.2f} ms alone (c=1), plateau {model['capacity']:,.0f} "
+                     f"req/s (c={model['best_c']}) -> knee at c* = plateau x W1 = {model['knee']:.1f}.")
     for v in open_steps(results):
         model = v["extra"].get("queue_model")
         notes.append(f"open loop, {arrivals(v)} arrivals at {v['extra']['offered_rate']} req/s "
@@ -411,7 +411,7 @@ def closed_table(steps: list[dict]) -> str:
     with_goodput = any(v["non_2xx"] for v in steps)
     extra_head, extra_rule = (" 2xx/s |", "---:|") if with_goodput else ("", "")
     rows = ["| c | req/s |" + extra_head + " mean ms | p50 ms | p90 ms | p99 ms | max ms | failed | non-2xx "
-            "| server CPU | predicted req/s | X·R (in flight) | X·R / c | Little |",
+            "| server CPU | predicted req/s | λ·W (in flight) | λ·W / c | Little |",
             "|---:|---:|" + extra_rule + "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"]
     for v in steps:
         check = little_check(v)
@@ -427,7 +427,7 @@ def closed_table(steps: list[dict]) -> str:
 
 def open_table(results: dict) -> str:
     """Per open-loop step: how requests arrived, the load, and the queueing model's mean latency
-    (M/D/c for Poisson arrivals, D/D/c for even ones, a growing queue past capacity) next to the
+    (M/D/m for Poisson arrivals, D/D/m for even ones, a growing queue past capacity) next to the
     measured one."""
     rows = ["| arrivals | offered req/s | utilisation | served req/s | predicted mean ms | mean ms | p99 ms "
             "| failed | non-2xx |",
@@ -449,7 +449,7 @@ def model_sentences(results: dict) -> str:
             f"and its knee is at **c = {fixed['knee']}**.")
     model = echo_model(results)
     if model:
-        text += (f" The echo, alone on the road (c = 1), took R₁ = **{model['r1_ms']:.2f} ms**; its best "
+        text += (f" The echo, alone on the road (c = 1), took W₁ = **{model['r1_ms']:.2f} ms**; its best "
                  f"throughput was **{model['capacity']:,.0f} req/s** (at c = {model['best_c']:,}), so its bounds "
                  f"meet at c* = {model['capacity']:,.0f}/s × {model['r1_ms'] / 1000:.5f} s ≈ **{model['knee']:.1f}**.")
     return text + "\n"
@@ -481,9 +481,9 @@ def erlang_c_text(results: dict) -> str:
     much shorter the many-lane road's mean wait is than the one lane's."""
     rows = erlang_c_example(results)
     work_ms = fixed_model(results)["work_ms"]
-    lines = [f"Utilisation *ρ* = {ERLANG_C_UTILISATION:.0%}, service time *S* = {work_ms:g} ms "
+    lines = [f"Utilisation *U* = {ERLANG_C_UTILISATION:.0%}, service time *S* = {work_ms:g} ms "
              "(the committed run's `--work-ms`):", "",
-             "| lanes *c* | rate *λ* | load *a* = *λS* | *C*(*c*, *a*) | *W*q(M/M/*c*) | *W*q(M/D/*c*) |",
+             "| lanes *m* | rate *λ* | load *a* = *λS* | *C*(*m*, *a*) | *W*<sub>q</sub>(M/M/*m*) | *W*<sub>q</sub>(M/D/*m*) |",
              "|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         how = "exact" if row["lanes"] == 1 else "approximate"
@@ -572,8 +572,8 @@ def _figure(results: dict, kind: str) -> str:
     if model:
         blocks += _data_block("echomodel", _model_rows(top, model["capacity"], model["r1_ms"], kind))
         plots.append("$echomodel using 1:2 with lines dt 2 lc rgb '#1f77b4' lw 1.5 title "
-                     + ("'echo bounds: min(c / R1, plateau)'" if kind == "throughput"
-                        else "'echo bounds: max(R1, c / plateau)'"))
+                     + ("'echo bounds: min(c / W1, plateau)'" if kind == "throughput"
+                        else "'echo bounds: max(W1, c / plateau)'"))
     if fixed:
         blocks += _data_block("fixedmodel", _model_rows(max(v["concurrency"] for v in fixed), fm["capacity"],
                                                         fm["work_ms"], kind))

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import checks, claims, cpulimit, exercises, play3, playline, profile, report, runtimes, timeline, timings, tools
+from . import checks, claims, cpulimit, exercises, glance, play3, playline, profile, report, runtimes, timeline, timings, tools
 from .errors import EXIT_CODES, LabError, MissingTool, UsageError
 from .lab import all_labs, resolve
 from .procs import Children, Interrupted, run_id, signals_raise
@@ -322,9 +322,10 @@ def cmd_report(argv: list[str]) -> int:
         if options.check:
             raise MissingTool(f"cannot check them: {message}")
         print(f"note: leaving them as they are: {message}", file=sys.stderr)
-    # The book-wide pages (the appendix's table of names, the instructor guide's timings) with every
-    # lab, not with a few named ones.
-    book_wide = (lambda: {**play3.book_artifacts(), **timings.artifacts()}) if not options.labs else dict
+    # The book-wide pages (the appendix's table of names, the instructor guide's timings, the worked
+    # numbers of "At a glance") with every lab, not with a few named ones.
+    book_wide = ((lambda: {**play3.book_artifacts(), **timings.artifacts(), **glance.artifacts()})
+                 if not options.labs else dict)
     # The prose's measured claims (pul.claims): every claim, or those naming the labs named.
     verdicts = claims.check(claims.committed_runs(labs), claims.find(),
                             only={lab.number for lab in labs} if options.labs else None)

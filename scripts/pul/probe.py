@@ -128,14 +128,16 @@ def probe_p99(record: dict) -> float | None:
 
 
 def describe_tail(record: dict) -> str:
-    """'p99 12.3 ms (n=140)', or 'max 227.7 ms (n=51)' when n is too small for a p99."""
-    n = f"n={record.get('requests', 0):,}"
+    """'p99 12.3 ms (140 answers)', or 'max 227.7 ms (51 answers)' when too few answered for a p99.
+    (Not "n=": the book's n is the requests in service, book/src/symbols.md.)"""
+    answers = record.get("requests", 0)
+    n = f"{answers:,} answer{'' if answers == 1 else 's'}"
     p99 = probe_p99(record)
     if p99 is not None:
         return f"p99 {p99:,.1f} ms ({n})"
     if record.get("max_ms") is not None:
         return f"max {record['max_ms']:,.1f} ms ({n})"
-    return f"no answer ({n})"
+    return "no answer"
 
 
 def _processes():

@@ -1420,12 +1420,14 @@ def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, ru
     if flames:
         print(f"Flame graphs (open in a browser): {', '.join(_display(p) for p in flames)}")
     if options.write_report and options.results_dir is None:
-        from . import timings  # it imports pul.exercises, which imports this module
+        from . import glance, timings  # timings imports pul.exercises, which imports this module
 
         # A Play 3 run changes only the book's Play 3 pages; the chapter teaches from the Play 2.9 run.
         written = ([] if playline.current() == "3" else
-                   # The instructor guide's schedules count this run's duration.
-                   report.write_lab(lab, data) + report.write_changed(timings.artifacts())) + report.write_play3(lab)
+                   # The instructor guide's schedules count this run's duration; "At a glance" works
+                   # its rules on the labs' runs.
+                   report.write_lab(lab, data) + report.write_changed({**timings.artifacts(), **glance.artifacts()})
+                   ) + report.write_play3(lab)
         if written:
             print(f"Book tables and figures updated: {', '.join(_display(p) for p in written)}")
 

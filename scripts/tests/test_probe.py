@@ -191,7 +191,7 @@ def test_probes_beyond_the_bound_are_not_sent_and_count_as_failed(server):
 def test_reports_show_a_p99_only_with_enough_answers():
     old_record = {"requests": 51, "failed": 0, "mean_ms": 150.0, "p50_ms": 170.9, "p99_ms": 227.7, "max_ms": 227.7}
     assert probe.probe_p99(old_record) is None  # a record from the closed loop: its p99 was its max
-    assert probe.describe_tail(old_record) == "max 227.7 ms (n=51)"
+    assert probe.describe_tail(old_record) == "max 227.7 ms (51 answers)"
     enough = probe.summarize([float(i) for i in range(1, 141)], 0, 0, 140, 0.05)
-    assert probe.describe_tail(enough) == f"p99 {enough['p99_ms']:.1f} ms (n=140)"
-    assert probe.describe_tail(probe.summarize([], 3, 0, 3, 0.05)) == "no answer (n=0)"
+    assert probe.describe_tail(enough) == f"p99 {enough['p99_ms']:.1f} ms (140 answers)"
+    assert probe.describe_tail(probe.summarize([], 3, 0, 3, 0.05)) == "no answer"

@@ -71,7 +71,7 @@ def test_the_sweeps_facts_are_its_calibration_its_prediction_and_hikaris_number_
     assert facts["best_pool"] == 32 and facts["hold_ms"] == 83.0 and facts["wait_ms"] == 80
     table = report.sweep_facts_table(sweep)
     assert "| the step nearest HikariCP's number | `pool=2` |" in table
-    assert "| the corner, *N*\\* = *k* × *h* ÷ *d* | about 30 connections |" in table
+    assert "| the corner, *N*\\* = *k* × *S* ÷ *d* | about 30 connections |" in table
     assert len(table.splitlines()) == 2 + len([name for name in facts if not name.startswith("db_")])
 
 
@@ -142,7 +142,7 @@ def test_the_bound_from_the_shared_core_sets_d_beside_what_postgresql_spent():
     assert facts["db_d_ms_least"] == facts["db_d_ms_most"] == 2.8
     table = report.database_bound_table(results)
     assert "over the 2 rows that have it; the lockstep step aside" in table
-    assert "| *s*: all the CPU the database's core spent per request" in table and "| 3.90 ms | `pool=64` |" in table
+    assert "| *D*: all the CPU the database's core spent per request" in table and "| 3.90 ms | `pool=64` |" in table
     assert "| PostgreSQL's CPU per request during the measured run | 3.10 ms | `pool=64` | 4.30 ms | `pool=4` |" \
         in table
     assert "`ab`'s CPU" not in table
