@@ -3,6 +3,7 @@ results file."""
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from pul import model, report
@@ -59,6 +60,7 @@ def render(results: dict, lab) -> dict[str, str]:
             + _database_line(results) + "\n")
         artifacts["book/src/figures/lab03-sweep.svg"] = sweep_figure(sweep)
         artifacts["book/src/generated/lab03-sweep-facts.md"] = sweep_facts_table(sweep)
+        artifacts["book/src/generated/lab03-mva.md"] = mva_text(sweep)
     if any(v.get("timeline") for v in variants["variants"]):
         artifacts["book/src/figures/lab03-timeline.svg"] = timeline_figure(variants)
     spread = database_bound_table(results)
@@ -271,15 +273,93 @@ def sweep_facts_table(results: dict) -> str:
             + "".join(f"| {label} | {text} |\n" for label, _, _, text in sweep_rows(results)))
 
 
+# -- the worked example of mean-value analysis ("Queueing at the corner") -------------------
+# Its first rows, one connection at a time, on the sweep's own S and d (Listing 3-11's facts), on
+# one core as the chapter's steps are: pul.model.mean_value_steps, the lines that draw the sweep's
+# curve.
+MVA_EXAMPLE_ROWS = 3
+_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+
+
+def _sig(x: float, digits: int = 4) -> str:
+    """`x` to `digits` significant figures, never in exponent form (2.774, 80.27, 0.03340, 36.04)."""
+    if x == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:,.{decimals}f}"
+
+
+def mva_example(results: dict) -> dict | None:
+    """The worked example: S (the sweep's median hold time) and d (PostgreSQL's CPU per query), the
+    first MVA_EXAMPLE_ROWS rows of the analysis on one core, Little's law alone for as many
+    connections, and at the corner N* = S ÷ d (rounded to a whole connection) the analysis against
+    the bounds' min(N* ÷ S, 1 ÷ d). None for a run without a sweep calibrated for d."""
+    if not any(v["name"].startswith("pool=") for v in results["variants"]):
+        return None
+    m = _sweep_model(results)
+    if "cpu_ms" not in m:
+        return None
+    hold, d = m["busy_ms"], m["cpu_ms"]
+    at = max(1, round(hold / d))
+    return {"hold_ms": hold, "d_ms": d, "cores": m["cores"],
+            "rows": model.mean_value_steps(MVA_EXAMPLE_ROWS, hold, d),
+            "little_per_s": MVA_EXAMPLE_ROWS * 1000.0 / hold,
+            "corner": hold / d, "corner_n": at,
+            "corner_per_s": model.mean_value_analysis(at, hold, d),
+            "bounds_per_s": min(at * 1000.0 / hold, 1000.0 / d)}
+
+
+def _anchored(parts: dict[str, str]) -> str:
+    """Snippets for the chapter to include by anchor ({{#include FILE:NAME}})."""
+    return "".join(f"<!-- ANCHOR: {name} -->\n{text}\n<!-- ANCHOR_END: {name} -->\n" for name, text in parts.items())
+
+
+def mva_text(results: dict) -> str:
+    """mva_example for the chapter: its inputs (`inputs`), the worked table (`table`: each row's
+    arithmetic as the chapter's three steps write it) and where it leads (`corner`)."""
+    ex = mva_example(results)
+    if ex is None:
+        missing = "(this run has no sweep to work it on: `scripts/lab run 03` makes one)"
+        return _anchored({"inputs": missing, "table": missing, "corner": ""})
+    hold, d = ex["hold_ms"], ex["d_ms"]
+    inputs = f"*S* = {_sig(hold)} ms, of which *d* = {_sig(d)} ms at the core"
+    if ex["cores"] != 1:
+        inputs += f" (worked on one core, as the steps above are; the run's PostgreSQL had *k* = {ex['cores']})"
+    lines = ["| *n* | *R*(*n*) | *λ*(*n*) | *Q*(*n*) |", "|---:|---:|---:|---:|"]
+    queue = 0.0
+    for row in ex["rows"]:
+        at_cpu, rate = row["at_cpu_ms"], row["requests_per_sec"]
+        lines.append(f"| {row['n']} | {_sig(d)} ms × (1 + {_sig(queue, 3)}) = {_sig(at_cpu)} ms "
+                     f"| {row['n']} ÷ ({_sig(hold - d)} + {_sig(at_cpu)}) ms = {_sig(rate)}/s "
+                     f"| {_sig(rate)}/s × {_sig(at_cpu)} ms = {_sig(row['queue'], 3)} |")
+        queue = row["queue"]
+    n = len(ex["rows"])
+    last = ex["rows"][-1]["requests_per_sec"]
+    cost = 1 - last / ex["little_per_s"]
+    corner = (f"Little's law alone would say {_sig(ex['little_per_s'])}/s for {_WORDS.get(n, n)} connections: "
+              f"queueing costs {cost:.1%} so far, and more as the core fills. At the corner "
+              f"(*N*\\* ≈ {ex['corner_n']} here) the same steps give {ex['corner_per_s']:,.0f}/s against the "
+              f"bounds' {ex['bounds_per_s']:,.0f}/s.")
+    return _anchored({"inputs": inputs + ":", "table": "\n".join(lines), "corner": corner})
+
+
 def facts(results: dict, lab) -> dict:
     """What the chapter's claims read of a run (pul.claims: lab03.facts.NAME): every row of the sweep's
     facts table, by its name in sweep_rows (none for a run without a sweep), the database CPU
     bound's spread over the rows, as the table under the bounds has it (db_*,
     database_bound_facts), what the four set-ups' timelines show (timeline_facts), and each
-    set-up's goodput, the table's 2xx/s (goodput_VARIANT)."""
+    set-up's goodput, the table's 2xx/s (goodput_VARIANT), and, with a sweep, how much the server
+    varied the waits of the steps that set no jitter of their own (query_jitter: lab.query-jitter,
+    ±50% as 0.5); and how many times /calibrate ran a request's database work (calibration_runs)."""
     variants, sweep = split(results)
     values = ({name: round(value, 4) if isinstance(value, float) else value
                for _, name, value, _ in sweep_rows(sweep)} if sweep["variants"] else {})
+    jitter = (results.get("pools") or {}).get("query_jitter")
+    if sweep["variants"] and jitter is not None:
+        values["query_jitter"] = jitter
+    runs = ((results.get("pools") or {}).get("calibration") or {}).get("runs")
+    if runs is not None:
+        values["calibration_runs"] = runs
     good = {f"goodput_{claims_key(v['name'])}": round(rate, 2) for v in variants["variants"]
             if (rate := goodput(v)) is not None}
     return {**values, **database_bound_facts(results), **timeline_facts(variants), **good}

@@ -128,6 +128,39 @@ def open_loop_model(arrivals: str, rate: float, servers: int, service_ms: float,
             "wait_grows": utilisation >= 1}
 
 
+def fixed_road(lanes: int, work_ms: float) -> dict:
+    """The fixed-service road's bounds: its capacity, m lanes / S (req/s), and its knee, c* = m."""
+    return {"lanes": lanes, "work_ms": work_ms, "capacity": lanes / (work_ms / 1000), "knee": lanes}
+
+
+def closed_loop(c: int, lanes: int, work_ms: float) -> dict:
+    """The fixed road in a closed loop of c requests: throughput min(c, m) / S (req/s) and latency
+    max(1, c / m) x S (ms): below the knee every request finds a lane, past it each waits for the
+    ones ahead."""
+    return {"requests_per_sec": min(c, lanes) / (work_ms / 1000), "latency_ms": max(1, c / lanes) * work_ms}
+
+
+def past_capacity(rate: float, servers: int, service_ms: float, seconds: float, max_in_flight: int,
+                  timeout_s: float) -> dict:
+    """An open-loop step past the road's capacity, and how long such a run may last before the load
+    generator's limits hide requests: the rate by which arrivals outrun the lanes (`excess`, req/s),
+    the wait that a request due t seconds in has (`growth` x t: U - 1 seconds a second), the mean
+    latency over the step (open_loop_model's), when the requests in flight (the lanes' plus the
+    queue) reach `max_in_flight` (`cap_after_s`) and when the wait reaches `timeout_s`
+    (`timeout_after_s`), and the most in flight by the step's end (`most_in_flight`)."""
+    capacity = servers / (service_ms / 1000)
+    excess = rate - capacity
+    if excess <= 0:
+        raise ValueError(f"{rate} req/s is not past the capacity of {servers} lanes of {service_ms:g} ms")
+    growth = rate / capacity - 1
+    return {"rate": rate, "capacity": capacity, "utilisation": rate / capacity, "excess": excess,
+            "growth": growth, "seconds": seconds, "servers": servers, "service_ms": service_ms,
+            "mean_ms": open_loop_model("poisson", rate, servers, service_ms, seconds)["predicted_mean_ms"],
+            "max_in_flight": max_in_flight, "cap_after_s": (max_in_flight - servers) / excess,
+            "timeout_s": timeout_s, "timeout_after_s": timeout_s / growth,
+            "most_in_flight": servers + excess * seconds}
+
+
 def ladder(top: int) -> list[int]:
     """1, 2, 4, ... up to top (top itself included when it is not a power of two)."""
     steps = [2 ** i for i in range(int(math.log2(top)) + 1)]
@@ -171,10 +204,10 @@ class ConcurrencyHighway(Lab):
                 watch_listen_queue=c > WATCH_QUEUE_ABOVE,
                 extra={"sweep": "echo", "payload": payload,
                        "bench_env": {"PAYLOAD": payload, "TIME_LIMIT": str(params["step_seconds"])}}))
-        capacity = params["pool_size"] / (params["work_ms"] / 1000)
+        capacity = fixed_road(params["pool_size"], params["work_ms"])["capacity"]
         fixed_top = min(params["max_concurrency"], FIXED_LADDER_FACTOR * params["pool_size"])
         for c in ladder(fixed_top):
-            rate = min(c, params["pool_size"]) / (params["work_ms"] / 1000)
+            rate = closed_loop(c, params["pool_size"], params["work_ms"])["requests_per_sec"]
             steps.append(Step(
                 name=f"fixed-c={c}", endpoint="fixed", concurrency=c,
                 requests=max(100, REQUESTS_PER_CONCURRENCY * c, round(rate * FIXED_STEP_SECONDS)),

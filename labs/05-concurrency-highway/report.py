@@ -11,7 +11,8 @@ from pul import model, report
 from pul.claims import key as claims_key
 from pul.results import machine_line, predicted_cell
 
-from .driver import LITTLE_TOLERANCE, erlang_c, wait_mdc, wait_mmc
+from .driver import (FIXED_LADDER_FACTOR, LITTLE_TOLERANCE, closed_loop, erlang_c, fixed_road, ladder, past_capacity,
+                     wait_mdc, wait_mmc)
 
 
 def little_check(v: dict) -> dict:
@@ -79,9 +80,8 @@ def echo_model(results: dict) -> dict | None:
 
 
 def fixed_model(results: dict) -> dict:
-    lanes = results["pools"]["pools"]["lanes"]["threads"]
-    work_ms = results["pools"]["work_ms"]
-    return {"lanes": lanes, "work_ms": work_ms, "capacity": lanes / (work_ms / 1000), "knee": lanes}
+    """The fixed road as the server reported it (/pools): its lanes, service time, capacity, knee."""
+    return fixed_road(results["pools"]["pools"]["lanes"]["threads"], results["pools"]["work_ms"])
 
 
 def measured_knee(steps: list[dict]) -> dict | None:
@@ -155,6 +155,8 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab05-summary.md": "\n".join(f"- {n}" for n in summary_notes(results)) + "\n",
         "book/src/generated/lab05-model.md": model_sentences(results),
         "book/src/generated/lab05-erlang-c.md": erlang_c_text(results),
+        "book/src/generated/lab05-prediction.md": prediction_text(results),
+        "book/src/generated/lab05-past-capacity.md": past_capacity_text(results),
         "book/src/generated/lab05-cpu-per-request.md": cpu_per_request_table(sweep(results, ""))
         + "\n" + cpu_trend(sweep(results, "")) + "\n",
         "book/src/figures/lab05-throughput.svg": throughput_figure(results),
@@ -247,20 +249,25 @@ def facts(results: dict, lab) -> dict:
     """What the chapter's claims read beyond the default run's records (pul.claims: lab05.facts.NAME):
     the kernel the default run ran on (kernel_major, kernel_minor); what the closed-loop sweeps came
     to (sweep_facts), the steps' pools over their timelines (timeline_facts) and the shares of the
-    committed --profile run (profile_facts); each step of the committed run past c = 1,024
-    (results/edges) that watched the listen queue, as edges_FIELD_STEP (edges_p99_ms_c_8192, ...):
-    ab's p99, max, failed and non-2xx, the handshakes the kernel dropped (ListenOverflows), the
-    share of samples at the queue's limit; and that run's step length (edges_step_seconds) and
-    kernel (edges_kernel_major, edges_kernel_minor). None of the edges_ facts for a lab without
-    that run, and none of the profile's without `lab`."""
+    committed --profile run (profile_facts); with open-loop steps, the timeout they ran with
+    (openload_timeout_s: scripts/openload's own, which the lab leaves as it is); each step of the
+    committed run past c = 1,024 (results/edges) that watched the listen queue, as edges_FIELD_STEP
+    (edges_p99_ms_c_8192, ...): ab's p99, max, failed and non-2xx, the handshakes the kernel dropped
+    (ListenOverflows), the share of samples at the queue's limit, that limit (the backlog in effect);
+    and that run's step length (edges_step_seconds), top step (edges_max_concurrency) and kernel
+    (edges_kernel_major, edges_kernel_minor). None of the edges_ facts for a lab without that run,
+    and none of the profile's without `lab`."""
     values = {**kernel_version(results), **sweep_facts(results), **timeline_facts(results),
               **(profile_facts(lab) if lab is not None else {})}
+    if open_steps(results):
+        values["openload_timeout_s"] = openload_default("timeout")
     edges = report.committed_run(lab, EDGES_DIR) if lab is not None else None
     if edges is None:
         return values
     values.update({f"edges_{name}": number for name, number in kernel_version(edges).items()})
-    if (edges.get("params") or {}).get("step_seconds") is not None:
-        values["edges_step_seconds"] = edges["params"]["step_seconds"]
+    for param in ("step_seconds", "max_concurrency"):
+        if (edges.get("params") or {}).get(param) is not None:
+            values[f"edges_{param}"] = edges["params"][param]
     for v in sweep(edges, ""):
         queue = v.get("listen_queue")
         if not queue:
@@ -268,7 +275,7 @@ def facts(results: dict, lab) -> dict:
         step = claims_key(v["name"])
         for field in ("p99_ms", "max_ms", "failed", "non_2xx"):
             values[f"edges_{field}_{step}"] = v[field]
-        for field in ("listen_overflows", "full_share"):
+        for field in ("listen_overflows", "full_share", "accept_queue_limit"):
             if queue.get(field) is not None:
                 values[f"edges_{field}_{step}"] = queue[field]
     return values
@@ -286,7 +293,8 @@ def sweep_facts(results: dict) -> dict:
     request moved between a step's calibration and its run, the compiler's part left out, at the
     median step (echo_drift_median, as a share: pul.model.serving_drift); and that CPU with one
     request in flight against the busier steps' median and most (cpu_alone_ms, cpu_busier_median_ms,
-    cpu_busier_most_ms: cpu_trend's numbers). And the most CPU steal of any step (steal_share_most)."""
+    cpu_busier_most_ms: cpu_trend's numbers). And the most CPU steal of any step (steal_share_most), and
+    the margin Little's law is checked with (little_tolerance: LITTLE_TOLERANCE)."""
     found = {}
     for prefix, label in SWEEPS:
         steps = sweep(results, prefix)
@@ -311,6 +319,8 @@ def sweep_facts(results: dict) -> dict:
         found.update({"cpu_alone_ms": round(alone, 4),
                       "cpu_busier_median_ms": round(statistics.median(cost for _, cost in busier), 4),
                       "cpu_busier_most_ms": round(max(cost for _, cost in busier), 4)})
+    if any(sweep(results, prefix) for prefix, _ in SWEEPS):
+        found["little_tolerance"] = LITTLE_TOLERANCE
     steal = [v["cpu_steal_share"] for v in results["variants"] if v.get("cpu_steal_share") is not None]
     if steal:
         found["steal_share_most"] = max(steal)
@@ -453,6 +463,121 @@ def model_sentences(results: dict) -> str:
                  f"throughput was **{model['capacity']:,.0f} req/s** (at c = {model['best_c']:,}), so its bounds "
                  f"meet at c* = {model['capacity']:,.0f}/s × {model['r1_ms'] / 1000:.5f} s ≈ **{model['knee']:.1f}**.")
     return text + "\n"
+
+
+def _anchored(parts: dict[str, str]) -> str:
+    """Snippets for a chapter to include by anchor ({{#include FILE:NAME}})."""
+    return "".join(f"<!-- ANCHOR: {name} -->\n{text}\n<!-- ANCHOR_END: {name} -->\n" for name, text in parts.items())
+
+
+_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+
+
+def _word(n: int) -> str:
+    """A small count as a word (eight), a larger one in digits."""
+    return _WORDS[n] if 0 <= n < len(_WORDS) else f"{n:,}"
+
+
+def _equals(x: float) -> str:
+    """"=" where a result is whole, "≈" where the text rounds it."""
+    return "=" if abs(x - round(x)) < 1e-9 else "≈"
+
+
+def fixed_prediction(params: dict) -> dict:
+    """The fixed road's prediction from the run's own options, before any request is sent: its
+    bounds (fixed_road), the knee's step, and the closed-loop model (closed_loop) at the ladder's
+    steps past the knee (the first and the top of the fixed sweep's ladder)."""
+    lanes, work_ms = params["pool_size"], params["work_ms"]
+    road = fixed_road(lanes, work_ms)
+    steps = ladder(min(params["max_concurrency"], FIXED_LADDER_FACTOR * lanes))
+    past = [c for c in steps if c > lanes]
+    shown = sorted({past[0], past[-1]}) if past else []
+    return {**road, "past": [(c, closed_loop(c, lanes, work_ms)["latency_ms"]) for c in shown]}
+
+
+def prediction_text(results: dict) -> str:
+    """The chapter's prediction for the fixed road, from the run's --pool-size and --work-ms: the
+    capacity and the knee (`capacity`), and the two lines of the closed-loop sweep (`ladder`)."""
+    p = fixed_prediction(results["params"])
+    m, work_ms, capacity = p["lanes"], p["work_ms"], p["capacity"]
+    service = f"{work_ms / 1000:.3f} s"
+    lead = f"{_word(m).capitalize()} lanes, {work_ms:g} ms to cross:"
+    formula = (f"> capacity *λ*<sub>max</sub> = {m} ÷ {service} = {capacity:,.0f} requests/s, knee at "
+               f"*c*\\* = {capacity:,.0f}/s × {service} = {capacity * work_ms / 1000:,.0f}")
+    lines = [f"- from c = 1 to {m}, throughput doubles with every doubling of *c* and the mean latency "
+             f"stays at {work_ms:g} ms;",
+             f"- from c = {m} on, throughput stays at {capacity:,.0f} requests/s and latency doubles with every "
+             f"doubling of *c*" + (": " + ", ".join(f"{latency:,.0f} ms at c = {c:,}" for c, latency in p["past"])
+                                  if p["past"] else "") + "."]
+    return _anchored({"capacity": f"{lead}\n\n{formula}", "ladder": "\n".join(lines)})
+
+
+def openload_default(option: str):
+    """The default of one of scripts/openload's options, which the lab leaves to it (--timeout)."""
+    import importlib.machinery
+    import importlib.util
+
+    from pul.claims import REPO
+
+    loader = importlib.machinery.SourceFileLoader("openload_script", str(REPO / "scripts" / "openload"))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return getattr(module.parse_args(["--rate", "1", "http://127.0.0.1/"]), option)
+
+
+_SHARES = {2: "half", 3: "a third", 4: "a quarter", 5: "a fifth", 10: "a tenth"}
+
+
+def past_capacity_step(results: dict) -> dict | None:
+    """The run's open-loop steps past capacity, worked out (driver.past_capacity) at the highest
+    offered rate: its rate, the lanes and service time it ran on, its length, the cap on requests in
+    flight it ran with, and openload's timeout; None where the run has none past capacity."""
+    over = [v for v in open_steps(results) if v["extra"].get("fraction_of_capacity", 0) > 1]
+    if not over:
+        return None
+    v = max(over, key=lambda v: v["extra"]["offered_rate"])
+    worked = past_capacity(v["extra"]["offered_rate"], v["pool_threads"], v["service_ms"], v["extra"]["seconds"],
+                           v["concurrency"], openload_default("timeout"))
+    return {**worked, "fraction": v["extra"]["fraction_of_capacity"]}
+
+
+def past_capacity_text(results: dict) -> str:
+    """The open-loop page's arithmetic past capacity, from the run's step there (past_capacity_step):
+    how much faster requests arrive than the lanes finish (`excess`), the mean wait it predicts over
+    the step (`mean`), and how long a run may last before openload's cap or timeout hides requests
+    (`limits`)."""
+    w = past_capacity_step(results)
+    if w is None:
+        missing = "(This run has no open-loop step past capacity: `scripts/lab run 05` makes one.)"
+        return _anchored({"excess": missing, "mean": "", "limits": ""})
+    growth, seconds, servers, excess = w["growth"], w["seconds"], w["servers"], w["excess"]
+    share = _SHARES.get(round(1 / growth)) if abs(1 / growth - round(1 / growth)) < 1e-9 else None
+    rate = f"{excess:,.0f}"
+    excess_text = (f"At {w['fraction']:.0%} of capacity, {rate} requests a second more arrive than the "
+                   f"{w['capacity']:,.0f} the lanes finish.")
+    mean_text = (f"Here *U* = {w['utilisation']:g}, so a request due *t* seconds in waits {growth:g} · *t*"
+                 + (f", {share} of *t*" if share else "") + f"; the lab's open-loop steps last *τ* = {seconds:g} s "
+                 f"(`OPEN_LOOP_SECONDS` in `driver.py`), so the prediction is {w['service_ms']:g} ms + {growth:g} × "
+                 f"{seconds:g} s ÷ 2 = {w['mean_ms']:,.0f} ms.")
+    cap, timeout = w["cap_after_s"], w["timeout_after_s"]
+    first = min(cap, timeout)
+    minutes = max(1, math.ceil(first / 60))
+    clear = ("stay far from both" if seconds * 4 <= first else "stay clear of both" if seconds < first
+             else "do not")
+    limits_text = (f"The requests in flight grow by {rate} a second on top of the {servers:,} in service, so the cap "
+                   f"of {w['max_in_flight']:,} is reached after ({w['max_in_flight']:,} − {servers:,}) ÷ {rate} "
+                   f"{_equals(cap)} {cap:,.0f} s; from then on every request over the cap is dropped. A request due "
+                   f"*t* seconds in waits {growth:g} · *t*, so the {w['timeout_s']:g} s timeout catches the requests "
+                   f"due after {w['timeout_s']:g} ÷ {growth:g} {_equals(timeout)} {timeout:,.0f} s. The lab's "
+                   f"{seconds:g}-second steps {clear} (at most {servers:,} + {rate} × {seconds:g} "
+                   f"{_equals(w['most_in_flight'])} {w['most_in_flight']:,.0f} in flight). A run of "
+                   + ("a minute" if minutes == 1 else f"{minutes} minutes")
+                   + f" at {w['fraction']:.0%} would report "
+                   + ("dropped requests as failures" if cap <= timeout else "timed-out requests as failures")
+                   + ", and its latency table would describe only the requests that were "
+                   + ("sent." if cap <= timeout else "answered in time."))
+    return _anchored({"excess": excess_text, "mean": mean_text, "limits": limits_text})
 
 
 # The worked example of Erlang's C formula on the open-loop page: the lab's road at this

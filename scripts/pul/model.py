@@ -291,20 +291,31 @@ def in_lockstep(facts: dict) -> dict:
     return {**facts, CONVOY: {"in_service": loop["in_service"], "wait_ms": loop["wait_ms"], "at": loop["at"]}}
 
 
+def mean_value_steps(connections: int, busy_ms: float, cpu_ms: float, cores: int = 1) -> list[dict]:
+    """The mean-value analysis of mean_value_analysis, one row per connection added: for n = 1 ..
+    `connections`, {"n", "at_cpu_ms": R(n), the time a request spends at the CPU, queueing and
+    working; "requests_per_sec": λ(n); "queue": Q(n), the requests at the CPU on average} (chapter 3's
+    worked table). On one core R(n) = cpu_ms x (1 + Q(n - 1)) and λ(n) = n / (busy_ms - cpu_ms + R(n))."""
+    demand = cpu_ms / cores
+    delay = max(busy_ms - cpu_ms, 0.0) + cpu_ms * (cores - 1) / cores
+    queue = 0.0
+    rows = []
+    for n in range(1, connections + 1):
+        at_cpu = demand * (1 + queue)          # the queue an arriving query finds, then its own work
+        throughput = n / (delay + at_cpu)      # Little's law for the whole loop
+        queue = throughput * at_cpu            # Little's law at the CPU
+        rows.append({"n": n, "at_cpu_ms": at_cpu, "requests_per_sec": throughput * 1000.0, "queue": queue})
+    return rows
+
+
 def mean_value_analysis(connections: int, busy_ms: float, cpu_ms: float, cores: int = 1) -> float:
     """Requests/s of `connections` requests in a closed loop that each take `busy_ms`, of which
     `cpu_ms` on a CPU (`cores` of them, shared) and the rest waiting (a sleep, pg_sleep, the
     network): lab 03's queries on PostgreSQL's core, lab 01's offloaded requests on the server's.
 
     Exact mean-value analysis of that closed queueing network, one connection at a time: Little's
-    law gives the queue each new connection finds at the CPU, and the time it then spends there.
-    Several cores: Seidmann's approximation (one core 1/cores as fast, plus the rest as a delay)."""
-    demand = cpu_ms / cores
-    delay = max(busy_ms - cpu_ms, 0.0) + cpu_ms * (cores - 1) / cores
-    queue = 0.0
-    throughput = 0.0
-    for n in range(1, connections + 1):
-        at_cpu = demand * (1 + queue)          # the queue an arriving query finds, then its own work
-        throughput = n / (delay + at_cpu)      # Little's law for the whole loop
-        queue = throughput * at_cpu            # Little's law at the CPU
-    return throughput * 1000.0
+    law gives the queue each new connection finds at the CPU, and the time it then spends there
+    (mean_value_steps). Several cores: Seidmann's approximation (one core 1/cores as fast, plus the
+    rest as a delay)."""
+    steps = mean_value_steps(connections, busy_ms, cpu_ms, cores)
+    return steps[-1]["requests_per_sec"] if steps else 0.0

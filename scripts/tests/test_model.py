@@ -137,6 +137,21 @@ def test_with_every_request_in_service_queueing_for_the_core_sets_the_prediction
     assert past.requests_per_sec == pytest.approx(1 / 0.00572, rel=0.01)
 
 
+def test_mean_value_steps_are_chapter_3s_worked_table_one_connection_at_a_time():
+    # S = 100 ms, of which d = 10 ms at one core: R(n) = d (1 + Q(n - 1)), λ(n) = n / (S - d + R(n)),
+    # Q(n) = λ(n) R(n).
+    rows = model.mean_value_steps(3, 100.0, 10.0)
+    assert [row["n"] for row in rows] == [1, 2, 3]
+    assert [row["at_cpu_ms"] for row in rows] == pytest.approx([10.0, 11.0, 12.178], abs=0.001)
+    assert [row["requests_per_sec"] for row in rows] == pytest.approx([10.0, 19.802, 29.360], abs=0.001)
+    assert [row["queue"] for row in rows] == pytest.approx([0.1, 0.2178, 0.3576], abs=0.0001)
+    # Its last row is mean_value_analysis's answer, on one core and on several; none without connections.
+    for cores in (1, 2):
+        assert model.mean_value_steps(10, 100.0, 10.0, cores)[-1]["requests_per_sec"] == \
+            model.mean_value_analysis(10, 100.0, 10.0, cores)
+    assert model.mean_value_steps(0, 100.0, 10.0) == [] and model.mean_value_analysis(0, 100.0, 10.0) == 0.0
+
+
 def test_queueing_counts_the_core_the_jit_compiler_took():
     calibration = {**ONE_CORE, "server_cpu_ms": 0.698, "jit_share": 0.15}
     prediction = model.combine(_lab_prediction("offload"), calibration, 50)

@@ -5,6 +5,7 @@ Made-up results only: no run needed."""
 
 import pytest
 
+from pul import model
 from pul.testing import this_lab
 
 LAB = this_lab(__file__)
@@ -72,7 +73,38 @@ def test_the_sweeps_facts_are_its_calibration_its_prediction_and_hikaris_number_
     table = report.sweep_facts_table(sweep)
     assert "| the step nearest HikariCP's number | `pool=2` |" in table
     assert "| the corner, *N*\\* = *k* × *S* ÷ *d* | about 30 connections |" in table
-    assert len(table.splitlines()) == 2 + len([name for name in facts if not name.startswith("db_")])
+    assert len(table.splitlines()) == 2 + len([name for name in facts if not name.startswith("db_")
+                                               and name != "query_jitter"])
+
+
+def test_the_worked_mean_value_analysis_takes_the_sweeps_s_and_d():
+    sweep = _sweep(_sweep_step(2, 24.0, "threads", 0.99), _sweep_step(32, 283.0, "database CPU", 0.81))
+    ex = report.mva_example(sweep)
+    # S = 83 ms, d = 2.8 ms: the first rows as pul.model works them, the corner at 83 / 2.8 ≈ 30.
+    assert (ex["hold_ms"], ex["d_ms"]) == (83.0, 2.8)
+    assert ex["rows"] == model.mean_value_steps(report.MVA_EXAMPLE_ROWS, 83.0, 2.8)
+    assert ex["little_per_s"] == pytest.approx(3000 / 83.0)
+    assert ex["corner_n"] == 30 and ex["corner_per_s"] == pytest.approx(model.mean_value_analysis(30, 83.0, 2.8))
+    assert ex["bounds_per_s"] == pytest.approx(min(30000 / 83.0, 1000 / 2.8))
+    text = report.mva_text(sweep)
+    assert "*S* = 83.00 ms, of which *d* = 2.800 ms at the core:" in text
+    # The first row: nobody queued; R(1) = d, λ(1) = 1 / S.
+    assert "| 1 | 2.800 ms × (1 + 0) = 2.800 ms | 1 ÷ (80.20 + 2.800) ms = 12.05/s |" in text
+    second = ex["rows"][1]
+    assert f"(1 + {report._sig(ex['rows'][0]['queue'], 3)}) = {report._sig(second['at_cpu_ms'])} ms" in text
+    assert "for three connections" in text and "(*N*\\* ≈ 30 here)" in text
+    assert f"give {ex['corner_per_s']:,.0f}/s against the bounds' {ex['bounds_per_s']:,.0f}/s." in text
+    for anchor in ("inputs", "table", "corner"):
+        assert f"<!-- ANCHOR: {anchor} -->" in text and f"<!-- ANCHOR_END: {anchor} -->" in text
+    # A run without a sweep still gives the chapter every anchor.
+    empty = report.mva_text(_sweep(_variant("database-dispatcher", 200.0)))
+    assert "no sweep" in empty and "<!-- ANCHOR: corner -->" in empty
+
+
+def test_the_servers_own_jitter_and_its_calibrations_runs_are_facts():
+    assert report.facts(_sweep(_sweep_step(2, 24.0, "threads", 0.99)), LAB)["query_jitter"] == 0.5
+    calibrated = {**_sweep(_variant("database-dispatcher", 200.0)), "pools": {"calibration": {"runs": 300}}}
+    assert report.facts(calibrated, LAB)["calibration_runs"] == 300
 
 
 def test_lockstep_and_wide_jitter_are_shares_of_the_step_of_their_size():

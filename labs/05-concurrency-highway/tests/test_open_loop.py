@@ -7,6 +7,7 @@ import copy
 import heapq
 import math
 import random
+import re
 
 import pytest
 
@@ -81,6 +82,44 @@ def test_open_loop_model_per_arrivals_and_utilisation():
     # And the waiting explodes near capacity, like 1 / (1 - utilisation).
     waits = [driver.open_loop_model("poisson", r, 8, 20, 3)["predicted_wait_ms"] for r in (200, 360, 390)]
     assert waits[0] < 1 < waits[1] < waits[2] / 4
+
+
+def test_the_fixed_road_has_capacity_lanes_over_service_time_and_its_knee_at_the_lanes():
+    assert driver.fixed_road(8, 20) == {"lanes": 8, "work_ms": 20, "capacity": pytest.approx(400), "knee": 8}
+    assert driver.fixed_road(4, 50)["capacity"] == pytest.approx(80)
+
+
+def test_the_closed_loop_on_the_fixed_road_is_min_c_m_over_s_and_max_1_c_over_m_times_s():
+    below, at, past = (driver.closed_loop(c, 8, 20) for c in (4, 8, 64))
+    assert below == {"requests_per_sec": pytest.approx(200), "latency_ms": 20}
+    assert at == {"requests_per_sec": pytest.approx(400), "latency_ms": 20}
+    assert past == {"requests_per_sec": pytest.approx(400), "latency_ms": pytest.approx(160)}
+    # The steps the driver measures are predicted by the same lines.
+    fixed = [s for s in lab.steps({**lab.defaults, "max_concurrency": 64}) if s.extra["sweep"] == "fixed"]
+    assert [s.requests for s in fixed] == [max(100, driver.REQUESTS_PER_CONCURRENCY * s.concurrency,
+                                               round(driver.closed_loop(s.concurrency, 8, 20)["requests_per_sec"]
+                                                     * driver.FIXED_STEP_SECONDS)) for s in fixed]
+
+
+def test_past_capacity_the_queue_and_the_wait_grow_until_the_generators_limits():
+    # 480/s on 8 lanes of 20 ms: 80/s more than the 400 they finish, each second of the run adds
+    # 0.2 s to the wait; 4,000 in flight after (4,000 - 8) / 80 s, a 30-s wait after 150 s.
+    w = driver.past_capacity(480, 8, 20, 3, 4000, 30)
+    assert w["excess"] == pytest.approx(80) and w["growth"] == pytest.approx(0.2)
+    assert w["utilisation"] == pytest.approx(1.2)
+    assert w["mean_ms"] == pytest.approx(driver.open_loop_model("even", 480, 8, 20, 3)["predicted_mean_ms"])
+    assert w["mean_ms"] == pytest.approx(20 + 0.2 * 3000 / 2)
+    assert w["cap_after_s"] == pytest.approx(3992 / 80) and w["timeout_after_s"] == pytest.approx(150)
+    assert w["most_in_flight"] == pytest.approx(8 + 80 * 3)
+    with pytest.raises(ValueError):
+        driver.past_capacity(400, 8, 20, 3, 4000, 30)
+
+
+def test_bench_sh_caps_the_requests_in_flight_as_the_lab_does():
+    # The open-loop page says bench.sh passes the same cap as the lab, unless CONCURRENCY is set.
+    bench = (lab.dir / "bench.sh").read_text()
+    cap = re.search(r'--max-in-flight "\$\{CONCURRENCY:-(\d+)\}"', bench)
+    assert cap and int(cap.group(1)) == driver.OPEN_LOOP_MAX_IN_FLIGHT
 
 
 def open_loop_steps() -> list:

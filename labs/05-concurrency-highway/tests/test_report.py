@@ -145,6 +145,8 @@ def test_the_sweeps_facts_count_the_steps_their_bounds_their_band_and_littles_la
     # One request alone at 0.4 ms against 0.3 and 0.25 at the busier steps; the most steal of any step.
     assert (facts["cpu_alone_ms"], facts["cpu_busier_median_ms"], facts["cpu_busier_most_ms"]) == (0.4, 0.275, 0.3)
     assert facts["steal_share_most"] == 0.004
+    # The margin the chapter says Little's law is checked with.
+    assert facts["little_tolerance"] == REPORT.LITTLE_TOLERANCE
 
 
 def test_the_timeline_facts_are_each_steps_medians():
@@ -177,3 +179,60 @@ def test_the_erlang_c_example_takes_one_lane_and_the_runs_lanes_at_one_utilisati
     # A road of one lane has nothing to compare.
     assert len(REPORT.erlang_c_example(_fixed_run(1, 20))) == 1
     assert "times shorter" not in REPORT.erlang_c_text(_fixed_run(1, 20))
+
+
+def _params(**more) -> dict:
+    return {"max_concurrency": 1024, "pool_size": 8, "work_ms": 20, **more}
+
+
+def test_the_prediction_is_worked_from_the_runs_own_lanes_and_service_time():
+    p = REPORT.fixed_prediction(_params())
+    assert p["capacity"] == pytest.approx(400) and p["knee"] == 8
+    # The first step past the knee and the fixed ladder's top (eight times the lanes).
+    assert p["past"] == [(16, pytest.approx(40)), (64, pytest.approx(160))]
+    text = REPORT.prediction_text({"params": _params()})
+    assert "Eight lanes, 20 ms to cross:" in text
+    assert "8 ÷ 0.020 s = 400 requests/s, knee at *c*\\* = 400/s × 0.020 s = 8" in text
+    assert "40 ms at c = 16, 160 ms at c = 64." in text
+    # Exercise 5-2's road: 4 lanes of 50 ms, and a ladder that stops at 16.
+    other = REPORT.prediction_text({"params": _params(max_concurrency=16, pool_size=4, work_ms=50)})
+    assert "4 ÷ 0.050 s = 80 requests/s" in other and "from c = 1 to 4," in other
+    assert "100 ms at c = 8, 200 ms at c = 16." in other
+
+
+def _open_step(rate, fraction, arrivals="poisson", lanes=8, work_ms=20, seconds=3, cap=4000):
+    return {"name": f"open-{arrivals}-rate={rate}", "concurrency": cap, "pool_threads": lanes, "service_ms": work_ms,
+            "extra": {"sweep": "open", "offered_rate": rate, "fraction_of_capacity": fraction, "seconds": seconds,
+                      "arrivals": arrivals}}
+
+
+def test_openload_default_reads_the_scripts_own_defaults():
+    assert REPORT.openload_default("timeout") == 30
+    assert REPORT.openload_default("arrivals") == "poisson"
+
+
+def test_past_capacity_is_worked_from_the_runs_step_past_capacity():
+    steps = [_open_step(r, f, a) for r, f in ((200, 0.5), (360, 0.9), (480, 1.2)) for a in ("poisson", "even")]
+    text = REPORT.past_capacity_text({"variants": steps})
+    assert "At 120% of capacity, 80 requests a second more arrive than the 400 the lanes finish." in text
+    assert "waits 0.2 · *t*, a fifth of *t*;" in text
+    assert "20 ms + 0.2 × 3 s ÷ 2 = 320 ms." in text
+    assert "(4,000 − 8) ÷ 80 ≈ 50 s" in text and "30 ÷ 0.2 = 150 s" in text
+    assert "stay far from both (at most 8 + 80 × 3 = 248 in flight). A run of a minute at 120%" in text
+    # 150 % of 4 lanes of 50 ms: 40/s too many, half a second more wait every second.
+    other = REPORT.past_capacity_text({"variants": [_open_step(120, 1.5, lanes=4, work_ms=50, seconds=10)]})
+    assert "40 requests a second more arrive than the 80" in other and "0.5 · *t*, half of *t*" in other
+    assert "(4,000 − 4) ÷ 40 ≈ 100 s" in other and "30 ÷ 0.5 = 60 s" in other
+    assert "A run of a minute at 150% would report timed-out requests" in other
+
+
+def test_past_capacity_says_so_when_the_run_has_no_step_past_capacity():
+    text = REPORT.past_capacity_text({"variants": [_open_step(200, 0.5)]})
+    assert "no open-loop step past capacity" in text
+    for anchor in ("excess", "mean", "limits"):
+        assert f"ANCHOR: {anchor} -->" in text and f"ANCHOR_END: {anchor} -->" in text
+
+
+def test_a_run_with_open_loop_steps_has_the_timeout_they_ran_with_as_a_fact():
+    assert REPORT.facts({"variants": [_open_step(480, 1.2)]}, None)["openload_timeout_s"] == 30
+    assert "openload_timeout_s" not in REPORT.facts({"variants": []}, None)
