@@ -79,6 +79,14 @@ def echo_model(results: dict) -> dict | None:
             "knee": best["requests_per_sec"] * r1_ms / 1000}
 
 
+def knee_arithmetic(model: dict) -> tuple[float, float, float]:
+    """c* = plateau x W1 as the book shows it: W1 to a thousandth of a millisecond, the plateau to
+    a whole request a second, and c* worked from those two as shown, so that its last digit follows
+    from the numbers beside it (not from unrounded ones the reader cannot see)."""
+    r1_ms, capacity = float(f"{model['r1_ms']:.3f}"), float(f"{model['capacity']:.0f}")
+    return r1_ms, capacity, capacity * r1_ms / 1000
+
+
 def fixed_model(results: dict) -> dict:
     """The fixed road as the server reported it (/pools): its lanes, service time, capacity, knee."""
     return fixed_road(results["pools"]["pools"]["lanes"]["threads"], results["pools"]["work_ms"])
@@ -131,8 +139,9 @@ def summary_notes(results: dict) -> list[str]:
                                           for v in failures))
     model = echo_model(results)
     if model:
-        notes.append(f"echo bounds: W1 = {model['r1_ms']:.2f} ms alone (c=1), plateau {model['capacity']:,.0f} "
-                     f"req/s (c={model['best_c']}) -> knee at c* = plateau x W1 = {model['knee']:.1f}.")
+        r1_ms, capacity, knee = knee_arithmetic(model)
+        notes.append(f"echo bounds: W1 = {r1_ms:.3f} ms alone (c=1), plateau {capacity:,.0f} "
+                     f"req/s (c={model['best_c']}) -> knee at c* = plateau x W1 = {knee:.1f}.")
     for v in open_steps(results):
         model = v["extra"].get("queue_model")
         notes.append(f"open loop, {arrivals(v)} arrivals at {v['extra']['offered_rate']} req/s "
@@ -459,9 +468,10 @@ def model_sentences(results: dict) -> str:
             f"and its knee is at **c = {fixed['knee']}**.")
     model = echo_model(results)
     if model:
-        text += (f" The echo, alone on the road (c = 1), took W₁ = **{model['r1_ms']:.2f} ms**; its best "
-                 f"throughput was **{model['capacity']:,.0f} req/s** (at c = {model['best_c']:,}), so its bounds "
-                 f"meet at c* = {model['capacity']:,.0f}/s × {model['r1_ms'] / 1000:.5f} s ≈ **{model['knee']:.1f}**.")
+        r1_ms, capacity, knee = knee_arithmetic(model)
+        text += (f" The echo, alone on the road (c = 1), took W₁ = **{r1_ms:.3f} ms**; its best "
+                 f"throughput was **{capacity:,.0f} req/s** (at c = {model['best_c']:,}), so its bounds "
+                 f"meet at c* = {capacity:,.0f}/s × {r1_ms / 1000:.6f} s ≈ **{knee:.1f}**.")
     return text + "\n"
 
 

@@ -27,6 +27,12 @@ EXAMPLE = {"wait_ms": 50, "clients": 100, "cores": 4}
 # Akka's default dispatcher: parallelism-min 8, factor 1.0, max 64 (reference.conf of Akka 2.6
 # and Pekko 1.0), so max(8, cores) threads, at most 64.
 DEFAULT_DISPATCHER = {"min": 8, "factor": 1.0, "max": 64}
+# Play's HikariCP pool: play.db.prototype.hikaricp.maximumPoolSize = 10 (play-jdbc's reference.conf,
+# the same at Play 2.9.11 and 3.0.9).
+PLAY_MAX_POOL_SIZE = 10
+# A filter's slope is resolved when this many filters cost more than the noise (chapter 4: "even
+# ten of them would cost less than the noise").
+RESOLVING_FILTERS = 10
 
 
 @dataclass
@@ -53,6 +59,12 @@ class Run:
 
     def report(self):
         return self.lab.module("report") if self.lab is not None else None
+
+
+def _shown(x: float, digits: int) -> float:
+    """`x` as the page shows it, to `digits` decimals: a formula's result is worked from its inputs
+    as shown, so that its last digit is the reader's own arithmetic."""
+    return float(f"{x:.{digits}f}")
 
 
 def _rate(x: float) -> str:
@@ -94,15 +106,15 @@ def littles_law(lab01: Run) -> str:
     blocking, offloaded = lab01.variant("java-blocking"), lab01.variant("java-offloaded")
     if blocking is None:
         return _missing(lab01, "java-blocking")
-    rate, latency = blocking["requests_per_sec"], blocking["mean_ms"]
-    text = (f"{_run_line(lab01)}, `java-blocking`: *λ* = {_rate(rate)} and *W* = {_s(latency)}, so "
-            f"*L* = *λ* × *W* = {rate * latency / 1000:.1f} requests in the system, against the "
+    rate, latency = _shown(blocking["requests_per_sec"], 0), _shown(blocking["mean_ms"] / 1000, 3)
+    text = (f"{_run_line(lab01)}, `java-blocking`: *λ* = {_rate(rate)} and *W* = {latency:.3f} s, so "
+            f"*L* = *λ* × *W* = {rate * latency:.1f} requests in the system, against the "
             f"*c* = {blocking['concurrency']} that `ab` kept in flight.")
     if offloaded is not None:
-        busy = offloaded["requests_per_sec"] * offloaded["service_ms"] / 1000
-        text += (f" `java-offloaded`: *n* = *λ* × *S* = {offloaded['requests_per_sec']:,.0f}/s × "
-                 f"{_s(offloaded['service_ms'])} = {busy:.1f} threads busy at once: the threads that load "
-                 f"needs, of the pool's *T* = {offloaded['pool_threads']}.")
+        rate, service = _shown(offloaded["requests_per_sec"], 0), _shown(offloaded["service_ms"] / 1000, 3)
+        text += (f" `java-offloaded`: *n* = *λ* × *S* = {rate:,.0f}/s × {service:.3f} s = {rate * service:.1f} "
+                 f"threads busy at once: the threads that load needs, of the pool's *T* = "
+                 f"{offloaded['pool_threads']}.")
     return text + "\n"
 
 
@@ -111,14 +123,14 @@ def pool_bound(lab01: Run) -> str:
     v = lab01.variant("java-blocking")
     if v is None or not v.get("pool_threads") or not v.get("requests_per_sec"):
         return _missing(lab01, "java-blocking")
-    c, threads, service = v["concurrency"], v["pool_threads"], v["service_ms"]
-    bound = min(c, threads) * 1000 / service
-    rate = v["requests_per_sec"]
+    c, threads, service = v["concurrency"], v["pool_threads"], _shown(v["service_ms"] / 1000, 3)
+    bound = _shown(min(c, threads) / service, 0)
+    rate = _shown(v["requests_per_sec"], 0)
     return (f"{_run_line(lab01)}, `java-blocking`, its work on Play's default dispatcher: "
-            f"min(*c*, *T*) ÷ *S* = min({c}, {threads}) ÷ {_s(service)} = {_rate(bound)}; it served "
+            f"min(*c*, *T*) ÷ *S* = min({c}, {threads}) ÷ {service:.3f} s = {_rate(bound)}; it served "
             f"{_rate(rate)} ({rate / bound:.2f} of it), and *W* = *c* ÷ *λ* = {c} ÷ {rate:,.0f}/s = "
             f"{_ms(c * 1000 / rate, 0)}, where `ab` timed a mean of {_ms(v['mean_ms'], 0)}: "
-            f"{_ms(service, 0)} of work, the rest waiting for a thread.\n")
+            f"{_ms(v['service_ms'], 0)} of work, the rest waiting for a thread.\n")
 
 
 def utilisation_law(lab05: Run) -> str:
@@ -130,9 +142,13 @@ def utilisation_law(lab05: Run) -> str:
     bound = ((v or {}).get("bounds") or {}).get(model.SERVER_CPU)
     if v is None or not calibration.get("server_cpu_ms") or not bound:
         return _missing(lab05, "c=1", "c=64")
-    cores, cpu_ms, share = calibration["server_cores"], calibration["server_cpu_ms"], calibration.get("jit_share") or 0
-    top = f"({cores:g} − {share:.2g}, the JIT compiler's share)" if share else f"{cores:g}"
-    rate = v["requests_per_sec"]
+    cores, cpu_ms = calibration["server_cores"], _shown(calibration["server_cpu_ms"], 3)
+    share = _shown(model.compiler_share(calibration), 2)
+    top = f"({cores:g} − {share:.2f}, the JIT compiler's share)" if share else f"{cores:g}"
+    # The bound worked from the inputs as shown (the driver's, from unrounded ones, may differ in
+    # its last digit).
+    bound = _shown((cores - share) * 1000 / cpu_ms, 0)
+    rate = _shown(v["requests_per_sec"], 0)
     busy = v.get("server_cpu_utilization")
     return (f"{_run_line(lab05)}, the JSON echo at *c* = {v['concurrency']}, its best step: *D* = "
             f"{_ms(cpu_ms, 3)} of server CPU per request, calibrated just before the step, on *k* = {cores:g} "
@@ -146,13 +162,14 @@ def jdbc_sizing(lab03: Run) -> str:
     f = lab03.facts()
     parts = []
     if "corner" in f:
+        hold, cpu = _shown(f["hold_ms"], 1), _shown(f["d_ms"], 2)
         parts.append(
-            f"{_run_line(lab03)}: each query held its connection *S* = {_ms(f['hold_ms'])} (*w* = "
+            f"{_run_line(lab03)}: each request checked out a connection once and held it *S* = {_ms(hold)} (*w* = "
             f"{_ms(f['wait_ms'], 0)} of `pg_sleep`, the rest its work) and cost PostgreSQL *d* = "
-            f"{_ms(f['d_ms'], 2)} of CPU on *k* = {f['cores']} core{'' if f['cores'] == 1 else 's'}, so "
-            f"*N*\\* = *k* × *S* ÷ *d* = {f['cores']} × {_ms(f['hold_ms'])} ÷ {_ms(f['d_ms'], 2)} ≈ "
-            f"{f['corner']:.0f} connections, where HikariCP's *k* × 2 + spindles gives {f['hikari_connections']} "
-            "(the data in memory).")
+            f"{_ms(cpu, 2)} of CPU on *k* = {f['cores']} core{'' if f['cores'] == 1 else 's'}, so "
+            f"*N*\\* = *k* × *S* ÷ *d* = {f['cores']} × {_ms(hold)} ÷ {_ms(cpu, 2)} ≈ "
+            f"{f['cores'] * hold / cpu:.0f} connections, where HikariCP's *k* × 2 + spindles gives "
+            f"{f['hikari_connections']} (the data in memory).")
         if "corner_over_hikari" in f:
             parts.append(f"The sweep's step nearest the corner (`pool={f['corner_pool']}`) served "
                          f"{f['corner_over_hikari']:.1f} times what the step nearest HikariCP's number "
@@ -183,13 +200,23 @@ def convoy(lab03: Run) -> str:
                  if ((v.get("extra") or {}).get(model.CONVOY) or {}).get("floor_requests_per_sec")), None)
     if step is None:
         return _missing(lab03, "lockstep-pool=32")
-    c = step["extra"][model.CONVOY]
-    floor, smooth, rate = c["floor_requests_per_sec"], c["smooth_requests_per_sec"], step["requests_per_sec"]
-    return (f"{_run_line(lab03)}, `{step['name']}`, every wait exactly *w* = {_ms(c['wait_ms'], 0)}: the floor "
-            f"*n* ÷ (*w* + *n* × *D* ÷ *k*) = {c['in_service']} ÷ ({_ms(c['wait_ms'], 0)} + {c['in_service']} × "
-            f"{_ms(c['cpu_ms'], 2)} ÷ {c['cores']:g}) = {_rate(floor)}, the smooth prediction (mean-value "
-            f"analysis) {_rate(smooth)}. It served {_rate(rate)}: {rate / floor:.2f} times the floor, "
-            f"{rate / smooth:.2f} of the smooth prediction.\n")
+    c, extra = step["extra"][model.CONVOY], step["extra"]
+    n, wait, cpu = c["in_service"], _shown(c["wait_ms"], 0), _shown(c["cpu_ms"], 2)
+    # The requests in service: a JDBC call holds a thread of the dispatcher and a connection, so
+    # n = min(c, T, N); a step of the default mode has fewer threads than connections.
+    threads = extra.get("dispatcher_size") or step.get("pool_threads")
+    connections = extra.get("connections") or extra.get("pool_size")
+    in_service = (f"*n* = min(*c*, *T*, *N*) = min({step['concurrency']}, {threads}, {connections}) = {n} "
+                  f"requests in service (*T* the dispatcher's threads, *N* the connections), "
+                  if threads and connections and min(step["concurrency"], threads, connections) == n else
+                  f"*n* = {n} requests in service, ")
+    floor = _shown(n * 1000 / (wait + n * cpu / c["cores"]), 0)
+    smooth, rate = _shown(c["smooth_requests_per_sec"], 0), _shown(step["requests_per_sec"], 0)
+    return (f"{_run_line(lab03)}, `{step['name']}`: {in_service}every wait exactly *w* = {_ms(wait, 0)}. The "
+            f"floor *n* ÷ (*w* + *n* × *D* ÷ *k*) = {n} ÷ ({_ms(wait, 0)} + {n} × {_ms(cpu, 2)} ÷ "
+            f"{c['cores']:g}) = {_rate(floor)}, the smooth prediction (mean-value analysis) {_rate(smooth)}. "
+            f"It served {_rate(rate)}: {rate / floor:.2f} times the floor, {rate / smooth:.2f} of the smooth "
+            "prediction.\n")
 
 
 def filter_cost(lab04: Run) -> str:
@@ -204,17 +231,26 @@ def filter_cost(lab04: Run) -> str:
                  f"{f['baseline_load_cpu']:.0%})")
     elif f.get("baseline_limit"):
         text += f", paced by the {f['baseline_limit']}, not the server's core: read the costs with care"
+    noise = f.get("noise_us")
+    if noise is not None:
+        text += (f". The noise, 1 ÷ *λ* of the slowest run of `none` less that of its fastest, was "
+                 f"{_us(noise)}")
     kinds = [(name, label) for name, label in (("scala_filter_us", "Scala `Filter`"),
                                                ("scala_essential_filter_us", "Scala `EssentialFilter`"),
                                                ("java_filter_us", "Java `Filter`"),
                                                ("java_essential_filter_us", "Java `EssentialFilter`")) if name in f]
     if kinds:
         text += (". Per filter (the slope of the cost against the chain length *f*): "
-                 + ", ".join(f"a {label} {_us(f[name])}" for name, label in kinds))
-    if f.get("noise_us") is not None:
-        text += (f". The noise, 1 ÷ *λ* of the slowest run of `none` less that of its fastest, was "
-                 f"{_us(f['noise_us'])}")
+                 + ", ".join(f"a {label} {filter_slope(f[name], noise)}" for name, label in kinds))
     return text + ".\n"
+
+
+def filter_slope(slope_us: float, noise_us: float | None) -> str:
+    """One filter's cost, or "not resolved" where RESOLVING_FILTERS of them cost less than the
+    noise: a slope that small is the fit's noise, not the filter's price (chapter 4)."""
+    if noise_us is not None and RESOLVING_FILTERS * slope_us < noise_us:
+        return f"not resolved ({RESOLVING_FILTERS} × its slope below the noise)"
+    return _us(slope_us)
 
 
 def knee(lab05: Run) -> str:
@@ -223,9 +259,10 @@ def knee(lab05: Run) -> str:
     if report is None or not lab05.data or not (lab05.data.get("pools") or {}).get("pools", {}).get("lanes"):
         return _missing(lab05, "fixed-c=1")
     road = report.fixed_model(lab05.data)
-    m, service, capacity = road["lanes"], road["work_ms"], road["capacity"]
-    text = (f"{_run_line(lab05)}, the fixed road: *m* = {m} lanes of *S* = {_ms(service, 0)}, so "
-            f"*λ*<sub>max</sub> = *m* ÷ *S* = {m} ÷ {_s(service)} = {_rate(capacity)} and *c*\\* = *m* = {m}.")
+    m, service = road["lanes"], _shown(road["work_ms"] / 1000, 3)
+    capacity = _shown(m / service, 0)
+    text = (f"{_run_line(lab05)}, the fixed road: *m* = {m} lanes of *S* = {_ms(road['work_ms'], 0)}, so "
+            f"*λ*<sub>max</sub> = *m* ÷ *S* = {m} ÷ {service:.3f} s = {_rate(capacity)} and *c*\\* = *m* = {m}.")
     steps = sorted((v for v in lab05.data["variants"] if v["name"].startswith("fixed-c=")),
                    key=lambda v: v["concurrency"])
     at_knee = next((v for v in steps if v["concurrency"] == m), None)
@@ -239,9 +276,10 @@ def knee(lab05: Run) -> str:
                  f"{capacity:,.0f}/s = {_ms(top['concurrency'] * 1000 / capacity, 0)}.")
     echo = report.echo_model(lab05.data)
     if echo:
-        text += (f" The echo: *W*₁ = {_ms(echo['r1_ms'], 2)} alone, *λ*<sub>max</sub> = "
-                 f"{_rate(echo['capacity'])} (its best, at *c* = {echo['best_c']:,}), so *c*\\* = "
-                 f"*λ*<sub>max</sub> × *W*₁ ≈ {echo['knee']:.1f}.")
+        r1_ms, best, knee_c = report.knee_arithmetic(echo)
+        text += (f" The echo: *W*₁ = {_ms(r1_ms, 3)} alone, *λ*<sub>max</sub> = "
+                 f"{_rate(best)} (its best, at *c* = {echo['best_c']:,}), so *c*\\* = "
+                 f"*λ*<sub>max</sub> × *W*₁ = {best:,.0f}/s × {r1_ms / 1000:.6f} s ≈ {knee_c:.1f}.")
     return text + "\n"
 
 
@@ -251,26 +289,49 @@ def virtual_threads(lab06: Run) -> str:
     virtual, pinned, jdbc = (lab06.variant(name) for name in ("virtual", "synchronized-jdk21", "jdbc-connections=4"))
     if virtual:
         bounds = virtual.get("bounds") or {}
-        rate, c, service = virtual["requests_per_sec"], virtual["concurrency"], virtual["service_ms"]
-        parts.append(f"{_run_line(lab06)}, `virtual`: *c* ÷ *S* = {c} ÷ {_s(service)} = {_rate(c * 1000 / service)}"
+        rate, c, service = virtual["requests_per_sec"], virtual["concurrency"], _shown(virtual["service_ms"] / 1000, 3)
+        parts.append(f"{_run_line(lab06)}, `virtual`: *c* ÷ *S* = {c} ÷ {service:.3f} s = {_rate(c / service)}"
                      + (f" and the core's *k* ÷ *D* = {_rate(bounds[model.SERVER_CPU])}"
                         if bounds.get(model.SERVER_CPU) else "")
                      + f"; it served {_rate(rate)}, no pool of threads in the way.")
     if pinned:
         carriers = (pinned.get("extra") or {}).get("carriers") or pinned.get("pool_threads")
-        service = pinned["service_ms"]
+        service = _shown(pinned["service_ms"] / 1000, 3)
         parts.append(f"`synchronized-jdk21`, pinned on Java 21: {carriers} carrier{'' if carriers == 1 else 's'} "
-                     f"÷ *S* = {carriers} ÷ {_s(service)} = {_rate(carriers * 1000 / service)}; it served "
-                     f"{pinned['requests_per_sec']:,.1f} req/s, with *W* = {_ms(pinned['mean_ms'], 0)}.")
+                     f"÷ *S* = {carriers} ÷ {service:.3f} s = {_rate(carriers / service)}; it served "
+                     f"{pinned['requests_per_sec']:,.1f} req/s. " + pinned_latency(pinned, lab06.report()))
     if jdbc:
         connections = (jdbc.get("extra") or {}).get("connections")
-        service = jdbc["service_ms"]
+        service = _shown(jdbc["service_ms"], 1)
         if connections:
             parts.append(f"`jdbc-connections={connections}`: *N* ÷ *S* = {connections} ÷ {_ms(service, 1)} = "
                          f"{_rate(connections * 1000 / service)}; it served {_rate(jdbc['requests_per_sec'])}.")
     if not parts:
         return _missing(lab06, "virtual", "synchronized-jdk21", "jdbc-connections=4")
     return " ".join(parts) + "\n"
+
+
+# ab's mean latency is short of Little's law's c ÷ λ by more than this share when the requests it
+# left in flight at the end of its run (whose waits it never times) held much of the run's waiting.
+SHORT_MEAN = 0.9
+
+
+def pinned_latency(v: dict, report) -> str:
+    """W of a pinned step by Little's law, c ÷ λ; and why ab's mean falls short of it, where it does:
+    ab times only the requests that finished before its run ended, and the c it left in flight had
+    waited too (chapter 6, "The pinned row's latency")."""
+    c, rate = v["concurrency"], _shown(v["requests_per_sec"], 1)
+    little_s = c / rate
+    text = f"By Little's law *W* = *c* ÷ *λ* = {c} ÷ {rate:,.1f}/s = {little_s:.2f} s"
+    if v.get("mean_ms") is None:
+        return text + "."
+    if v["mean_ms"] / 1000 >= SHORT_MEAN * little_s:
+        return text + f", and `ab` timed a mean of {_ms(v['mean_ms'], 0)}."
+    left = getattr(report, "left_waiting_s", None) if report is not None else None
+    left_s = left(v) if left is not None else None
+    return (text + f"; `ab`'s mean, {_ms(v['mean_ms'], 0)}, is shorter because it times only the requests "
+            f"that finished before its run did, not the {c} it left in flight"
+            + (f", which had waited {left_s:.1f} s each on average when it stopped" if left_s else "") + ".")
 
 
 def default_dispatcher_threads(cores: int) -> int:
@@ -295,6 +356,7 @@ def example(lab01: Run) -> str:
     v = lab01.variant("java-offloaded")
     cpu_ms = ((v or {}).get("calibration") or {}).get("server_cpu_ms")
     if cpu_ms:
+        cpu_ms = _shown(cpu_ms, 3)
         ceiling = cores * 1000 / cpu_ms
         share = offloaded * cpu_ms / 1000 / cores
         text += (f" Lab 01's offloaded requests cost its server *D* = {_ms(cpu_ms, 3)} of CPU each "
@@ -304,6 +366,13 @@ def example(lab01: Run) -> str:
                  + ("the threads' bound holds, with little queueing for the cores." if share < 0.5 else
                     "the cores are close enough to full that requests queue for them: expect less than the "
                     "threads' bound (mean-value analysis)."))
+    connections = min(clients, PLAY_MAX_POOL_SIZE)
+    jdbc = connections * 1000 / wait
+    text += (f"\n- **If the {_ms(wait, 0)} of blocking is a JDBC call**, the connections bound it too, however many threads "
+             f"the pool has: Play's HikariCP pool has *N* = {PLAY_MAX_POOL_SIZE} connections unless you set "
+             f"`maximumPoolSize`, so *λ* ≤ min(*c*, *T*, *N*) ÷ *S* = min({clients}, {clients}, "
+             f"{PLAY_MAX_POOL_SIZE}) ÷ {_s(wait)} = {_rate(jdbc)}, and *W* = *c* ÷ *λ* = {clients} ÷ "
+             f"{jdbc:,.0f}/s = {_ms(clients * 1000 / jdbc, 0)}.")
     return text + "\n"
 
 
