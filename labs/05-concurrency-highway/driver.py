@@ -241,8 +241,10 @@ class ConcurrencyHighway(Lab):
     def predict(self, step: Step, pools: dict, params: dict) -> Prediction:
         sweep_name = step.extra.get("sweep")
         if sweep_name == "echo":
-            # Pure CPU: the driver's CPU bounds (pul.model), calibrated at this step's concurrency.
-            return Prediction(None, "no bound of the lab's own: the echo's CPU")
+            # Pure CPU: the driver's CPU bounds (pul.model), calibrated at this step's concurrency;
+            # with few in flight, from the round trip in series up to the core's bound.
+            return Prediction(None, "no bound of the lab's own: the echo's CPU",
+                              facts=model.round_trip_facts(step.concurrency))
         if sweep_name == "open":
             threads = pools["pools"]["lanes"]["threads"]
             capacity = threads / (step.service_ms / 1000)

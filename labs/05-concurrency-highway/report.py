@@ -302,7 +302,9 @@ def sweep_facts(results: dict) -> dict:
     request moved between a step's calibration and its run, the compiler's part left out, at the
     median step (echo_drift_median, as a share: pul.model.serving_drift); and that CPU with one
     request in flight against the busier steps' median and most (cpu_alone_ms, cpu_busier_median_ms,
-    cpu_busier_most_ms: cpu_trend's numbers). And the most CPU steal of any step (steal_share_most), and
+    cpu_busier_most_ms: cpu_trend's numbers); the echo's steps predicted as a range from the round
+    trip in series (round_trip_steps) and the most requests in flight of any (round_trip_most_in_flight).
+    And the most CPU steal of any step (steal_share_most), and
     the margin Little's law is checked with (little_tolerance: LITTLE_TOLERANCE)."""
     found = {}
     for prefix, label in SWEEPS:
@@ -319,6 +321,12 @@ def sweep_facts(results: dict) -> dict:
             f"{label}_little_steps": sum(check["holds"] for _, check in checks),
             f"{label}_little_broken_clean_steps": sum(not check["holds"] and not (v["failed"] or v["non_2xx"])
                                                       for v, check in checks)})
+    # The echo's steps predicted from the round trip in series up to the core (pul.model.ROUND_TRIP):
+    # how many, and the most requests in flight of any.
+    if sweep(results, ""):
+        trips = [v["concurrency"] for v in sweep(results, "") if (v.get("extra") or {}).get(model.ROUND_TRIP)]
+        found["round_trip_steps"] = len(trips)
+        found["round_trip_most_in_flight"] = max(trips, default=0)
     drifts = [abs(drift) for v in sweep(results, "") if (drift := model.serving_drift(v)) is not None]
     if drifts:
         found["echo_drift_median"] = round(statistics.median(drifts), 4)

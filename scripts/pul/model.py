@@ -12,7 +12,8 @@ is the mean-value analysis of that closed loop, queueing for the bound's CPU, wh
 bounds near their corner and approaches the smaller far from it. (No bound from the round trip,
 concurrency / (server + load-generator CPU per request): a server's CPU time includes work off
 the request's path, such as idle dispatcher threads spinning before they park, so with one
-request in flight the core is already busy and the sum is not a bound.)
+request in flight the core may already be busy and the sum is not a bound. It is the floor of a
+range where the lab marks a loop with no wait of its own: ROUND_TRIP.)
 """
 
 from __future__ import annotations
@@ -53,6 +54,19 @@ CONVOY = "convoy"
 # resource `at` (SERVER_CPU or DATABASE_CPU). combine() replaces it with what it predicted from it:
 # {..., "cpu_ms", "cores", "requests_per_sec"}.
 QUEUEING = "queueing"
+
+# A Prediction.facts key: {"in_flight"} of a closed loop with no wait of its own (lab 05's echo),
+# bound by the server's core. With few requests in flight, each one's load-generator CPU runs in
+# series with its server CPU: while ab reads an answer and sends the next request, the core has
+# nothing to do, unless the server's own threads keep it busy between requests (a dispatcher's
+# threads spin before they park). Such a step is predicted as a range: at worst the round trip in
+# series, the mean-value analysis of the loop with the load generator's CPU per request as its
+# delay (one in flight: 1 / (server + load-generator CPU per request)); at best the core's bound.
+# Only where that floor is below ROUND_TRIP_SHOWN of the bound (with more in flight the core has
+# work queued and the floor meets the bound). combine() adds "load_cpu_ms", "cpu_ms", "cores" and
+# "floor_requests_per_sec".
+ROUND_TRIP = "round_trip"
+ROUND_TRIP_SHOWN = 0.95
 
 # The load tools' threads: ab is one thread; wrk runs WRK_THREADS (scripts/lib/bench.sh) of them.
 TOOL_THREADS = {"ab": 1, "wrk": 2}
@@ -214,8 +228,47 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
             bound_by = convoy["at"]
         explanation = (f"in lockstep, from the perfect convoy, {convoy_arithmetic(convoy)}, up to the smooth "
                        f"prediction, {upper:,.0f} req/s ({explanation})")
+    trip = _round_trip(prediction.facts.get(ROUND_TRIP), bounds, server_cores, load_ms, open_loop)
+    if trip and upper is None and bound_by == SERVER_CPU and trip["floor_requests_per_sec"] < ROUND_TRIP_SHOWN * predicted:
+        facts[ROUND_TRIP] = trip
+        upper, predicted = predicted, trip["floor_requests_per_sec"]
+        explanation = (f"from the round trip in series, {round_trip_arithmetic(trip)}, up to the core's bound, "
+                       f"{upper:,.0f} req/s ({explanation})")
+    elif ROUND_TRIP in facts:
+        del facts[ROUND_TRIP]
     return replace(prediction, requests_per_sec=predicted, bound_by=bound_by, bounds=bounds,
                    arithmetic=why, explanation=explanation, facts=facts, upper=upper)
+
+
+def _round_trip(trip: dict | None, bounds: dict, server_cores: float | None, load_ms: float | None,
+                open_loop: bool) -> dict | None:
+    """A ROUND_TRIP loop's floor: the mean-value analysis of `in_flight` requests, each using the
+    server's core (the CPU per request its bound was worked out from, the compiler's share counted)
+    with the load generator's CPU per request as the loop's delay. None without the loop, the
+    server's bound or the load generator's CPU, or in an open loop (no round trip)."""
+    if not trip or open_loop or not load_ms or not server_cores or not bounds.get(SERVER_CPU):
+        return None
+    cpu_ms = server_cores * 1000.0 / bounds[SERVER_CPU]
+    floor = mean_value_analysis(trip["in_flight"], load_ms + cpu_ms, cpu_ms, server_cores)
+    return {"in_flight": trip["in_flight"], "load_cpu_ms": round(load_ms, 4), "cpu_ms": round(cpu_ms, 4),
+            "cores": server_cores, "floor_requests_per_sec": round(floor, 1)}
+
+
+def round_trip_arithmetic(trip: dict) -> str:
+    """'1 request / (0.33 ms of server CPU + 0.064 ms of load-generator CPU) = 2,538 req/s', or, with
+    more in flight, the mean-value analysis it is."""
+    if trip["in_flight"] == 1 and trip["cores"] == 1:
+        return (f"1 request / ({trip['cpu_ms']:.3g} ms of server CPU + {trip['load_cpu_ms']:.3g} ms of "
+                f"load-generator CPU) = {trip['floor_requests_per_sec']:,.0f} req/s")
+    cores = trip["cores"]
+    return (f"mean-value analysis: {trip['in_flight']} in flight, each using {trip['cpu_ms']:.3g} ms of the server's "
+            f"{'core' if cores == 1 else f'{cores:g} cores'} and {trip['load_cpu_ms']:.3g} ms of the load generator's: "
+            f"{trip['floor_requests_per_sec']:,.0f} req/s")
+
+
+def round_trip_facts(in_flight: int) -> dict:
+    """Prediction.facts for a closed loop with no wait of its own (ROUND_TRIP)."""
+    return {ROUND_TRIP: {"in_flight": in_flight}}
 
 
 def _convoy(convoy: dict | None, bounds: dict, shared: dict | None, shared_ms: float | None,

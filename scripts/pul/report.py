@@ -174,8 +174,10 @@ def bound_sentence(v: dict) -> str | None:
             + (f"; {model.queueing_arithmetic(queueing)}" if queueing else "")
             + (f"; {convoy}" if convoy else "")
             + f"); measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f}"
-            + (f" of the convoy, {v['requests_per_sec'] / v['predicted_upper_requests_per_sec']:.2f} of the smooth "
-               "prediction" if convoy else "") + ")"
+            + ((f" of the convoy, {v['requests_per_sec'] / v['predicted_upper_requests_per_sec']:.2f} of the smooth "
+                "prediction" if (v.get("extra") or {}).get(model.CONVOY) else
+                f" of the round trip, {v['requests_per_sec'] / v['predicted_upper_requests_per_sec']:.2f} of the core's "
+                "bound") if convoy else "") + ")"
             + ((f", with the server's CPU limit {busy:.0%} used" if model.limit_binds(v.get("calibration"))
                 else f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
                 f"{busy:.0%} busy") if busy is not None else "") + "."
@@ -222,12 +224,20 @@ def band_note(v: dict) -> str | None:
 
 def convoy_clause(v: dict) -> str | None:
     """'in lockstep, from the perfect convoy, 32 queries / (...) = 204 req/s, up to the smooth
-    prediction, 352 req/s', for a variant predicted as a range (pul.model.CONVOY)."""
-    convoy = (v.get("extra") or {}).get(model.CONVOY) or {}
-    if not v.get("predicted_upper_requests_per_sec") or "floor_requests_per_sec" not in convoy:
+    prediction, 352 req/s', for a variant predicted as a range (pul.model.CONVOY), or 'from the
+    round trip in series, 1 request / (...) = 2,538 req/s, up to the core's bound, 3,030 req/s'
+    (pul.model.ROUND_TRIP)."""
+    extra = v.get("extra") or {}
+    convoy, trip = extra.get(model.CONVOY) or {}, extra.get(model.ROUND_TRIP) or {}
+    if not v.get("predicted_upper_requests_per_sec"):
         return None
-    return (f"in lockstep, from the perfect convoy, {model.convoy_arithmetic(convoy)}, up to the smooth "
-            f"prediction, {_number(v['predicted_upper_requests_per_sec'])} req/s")
+    if "floor_requests_per_sec" in convoy:
+        return (f"in lockstep, from the perfect convoy, {model.convoy_arithmetic(convoy)}, up to the smooth "
+                f"prediction, {_number(v['predicted_upper_requests_per_sec'])} req/s")
+    if "floor_requests_per_sec" in trip:
+        return (f"from the round trip in series, {model.round_trip_arithmetic(trip)}, up to the core's bound, "
+                f"{_number(v['predicted_upper_requests_per_sec'])} req/s")
+    return None
 
 
 def _unsettled(v: dict) -> str:

@@ -190,9 +190,9 @@ def predicted_cell(v: dict) -> str:
 
 
 def ratio_cell(v: dict) -> str:
-    """Measured over predicted; for a range, over each end ('1.51 / 0.95': over the convoy's floor,
-    then over the smooth prediction), so that a run inside its range reads as such: the first at
-    least 1, the second at most 1."""
+    """Measured over predicted; for a range, over each end ('1.51 / 0.95': over its floor, a convoy
+    or a round trip in series, then over its upper end), so that a run inside its range reads as
+    such: the first at least 1, the second at most 1."""
     ratio, upper = v.get("measured_over_predicted"), v.get("predicted_upper_requests_per_sec")
     if ratio is None or not upper:
         return _fmt(ratio, 2)

@@ -405,3 +405,45 @@ def test_a_table_names_the_cpu_limit_where_it_was_the_servers_cores_and_its_use_
     assert model.shown_bound({"bound_by": model.SERVER_CPU}) == model.SERVER_CPU
     # 0.45 CPU-seconds a second: 90% of a 0.5-CPU limit, 45% of a core.
     assert model.server_busy(limited) == 0.9 and model.server_busy(loose) == 0.45
+
+
+def test_one_echo_in_flight_ranges_from_the_round_trip_in_series_to_the_core():
+    """pul.model.ROUND_TRIP: with one request in flight the load generator's CPU runs in series with
+    the server's (1 / (0.33 + 0.064 ms)); with 16 the core has work queued and the floor meets the
+    bound, so no range. No load-generator CPU, or an open loop: no round trip."""
+    calibration = {"server_cpu_ms": 0.33, "server_cores": 1, "load_cpu_ms": 0.064, "load_cores": 1}
+    one = model.combine(Prediction(None, "echo", facts=model.round_trip_facts(1)), calibration, 1)
+    assert one.bound_by == model.SERVER_CPU
+    assert one.upper == pytest.approx(1000 / 0.33, abs=0.1)
+    assert one.requests_per_sec == pytest.approx(1000 / (0.33 + 0.064), abs=0.1)
+    assert "1 request / (0.33 ms of server CPU + 0.064 ms of load-generator CPU) = 2,538 req/s" in one.explanation
+    sixteen = model.combine(Prediction(None, "echo", facts=model.round_trip_facts(16)), calibration, 16)
+    assert sixteen.upper is None and model.ROUND_TRIP not in sixteen.facts
+    assert sixteen.requests_per_sec == pytest.approx(1000 / 0.33, abs=0.1)
+    alone = model.combine(Prediction(None, "echo", facts=model.round_trip_facts(1)),
+                          {**calibration, "load_cpu_ms": None}, 1)
+    assert alone.upper is None
+    opened = model.combine(Prediction(None, "echo", facts=model.round_trip_facts(1)), calibration, 1, open_loop=True)
+    assert opened.upper is None
+
+
+def test_the_tests_hold_a_round_trip_step_to_the_floors_share_of_the_core():
+    """pul.testing.check_at_the_core on a c=1 echo whose core idled while ab worked (a fresh
+    machine's run: 0.84 busy, 0.926 of the core's bound): within the range, it passes; a core
+    busy well below the round trip's share still fails."""
+    from pul.testing import check_at_the_core, model_prediction, the_model_predicted
+    calibration = {"server_cpu_ms": 0.33, "server_cores": 1, "load_cpu_ms": 0.064, "load_cores": 1}
+    p = model.combine(Prediction(None, "echo", facts=model.round_trip_facts(1)), calibration, 1)
+
+    def record(rate, busy_ms):
+        return {"name": "c=1", "bound_by": p.bound_by, "bounds": p.bounds, "extra": p.facts,
+                "calibration": calibration, "predicted_requests_per_sec": p.requests_per_sec,
+                "predicted_upper_requests_per_sec": p.upper, "requests_per_sec": rate,
+                "measured_over_predicted": round(rate / p.requests_per_sec, 3),
+                "server_cpu_ms_per_request": busy_ms, "server_cpu_utilization": rate * busy_ms / 1000,
+                "jit_share": 0.0, "extra_calibration": None}
+    assert the_model_predicted(record(2540.0, 0.33)) and model_prediction(record(2540.0, 0.33)) < p.upper
+    _, missed, _ = check_at_the_core(record(2545.0, 0.33), 0.25)
+    assert missed == []
+    _, missed, _ = check_at_the_core(record(1500.0, 0.33), 0.25)
+    assert any("server core busy" in m for m in missed) and any("round trip's floor" in m for m in missed)

@@ -147,6 +147,11 @@ def test_the_sweeps_facts_count_the_steps_their_bounds_their_band_and_littles_la
     assert facts["steal_share_most"] == 0.004
     # The margin the chapter says Little's law is checked with.
     assert facts["little_tolerance"] == REPORT.LITTLE_TOLERANCE
+    # No step here is predicted from the round trip in series; c=1 marked so counts.
+    assert (facts["round_trip_steps"], facts["round_trip_most_in_flight"]) == (0, 0)
+    echo[0]["extra"] = {**(echo[0].get("extra") or {}), "round_trip": {"in_flight": 1, "floor_requests_per_sec": 2000.0}}
+    again = REPORT.sweep_facts({"variants": [*echo, fixed]})
+    assert (again["round_trip_steps"], again["round_trip_most_in_flight"]) == (1, 1)
 
 
 def test_the_timeline_facts_are_each_steps_medians():
