@@ -93,6 +93,13 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def keeps_one_run(lab_dir: Path, results_dir: Path) -> bool:
+    """Whether a run written to `results_dir` replaces the run there: in the lab's own results/
+    folder or any folder inside it (the committed runs the book reads), not elsewhere."""
+    own, chosen = (lab_dir / "results").resolve(), results_dir.resolve()
+    return chosen == own or own in chosen.parents
+
+
 def write(results: dict, results_dir: Path, run_stamp: str, replace: bool = False) -> Path:
     """`<stamp>.json` and the same text as `latest.json`, each written atomically; with
     `replace`, the earlier runs' files are then removed: only after both are written, so a

@@ -1389,9 +1389,10 @@ def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, ru
     """Print the table, then write the results (and the book's files, for the lab's own results/).
     Printed first, so a full disk or a folder that cannot be written still shows the measurement;
     the write then fails with WriteFailed, naming the file."""
-    # The repository's own results/ keeps one run, the one the book shows (earlier runs live in
-    # git history); a folder of the reader's choice keeps every run.
-    replaces = where.results_dir.resolve() == playline.results_dir(lab.dir).resolve()
+    # The repository's own results/ and its folders (results/profile, results/play-3 ...) keep one
+    # run each, the one the book shows (earlier runs live in git history); a folder of the reader's
+    # choice keeps every run.
+    replaces = results.keeps_one_run(lab.dir, where.results_dir)
     print()
     print(f"Lab {lab.name}: {lab.title}")
     print(results.text_table(data, lab.table_columns(data)))

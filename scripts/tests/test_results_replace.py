@@ -155,3 +155,16 @@ def test_raw_output_comes_from_the_working_tree_then_from_git_and_never_from_out
     assert results.raw_text(folder, "new/ab.txt") is None
     assert results.raw_text(folder, "../secret.txt") is None
     assert results.raw_text(folder, str(tmp_path / "secret.txt")) is None
+
+
+def test_the_labs_own_results_folders_keep_one_run_and_others_keep_every_run(tmp_path):
+    """`--results-dir labs/NN/results/profile` replaces the committed --profile run, as `scripts/lab
+    run NN` replaces results/ (a re-made profile run once left its predecessors beside it);
+    a folder of the reader's choice keeps a history."""
+    lab = tmp_path / "labs" / "05-x"
+    (lab / "results" / "profile").mkdir(parents=True)
+    assert results.keeps_one_run(lab, lab / "results")
+    assert results.keeps_one_run(lab, lab / "results" / "profile")
+    assert results.keeps_one_run(lab, lab / "results" / "play-3" / ".." / "profile")
+    assert not results.keeps_one_run(lab, tmp_path / "mine")
+    assert not results.keeps_one_run(lab, lab)
