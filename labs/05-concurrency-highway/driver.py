@@ -72,13 +72,13 @@ WATCH_QUEUE_ABOVE = 1024
 def erlang_c(servers: int, load: float) -> float:
     """Erlang's C formula: the chance that an arrival must wait, in an M/M/m queue with `servers`
     servers offered `load` = rate x service time (Erlang B by its recurrence, then C from B)."""
-    rho = load / servers
-    if rho >= 1:
+    utilisation = load / servers
+    if utilisation >= 1:
         return 1.0
     b = 1.0
     for k in range(1, servers + 1):
         b = load * b / (k + load * b)
-    return b / (1 - rho * (1 - b))
+    return b / (1 - utilisation * (1 - b))
 
 
 def wait_mmc(rate: float, service_s: float, servers: int) -> float:

@@ -456,7 +456,7 @@ def open_table(results: dict) -> str:
     """Per open-loop step: how requests arrived, the load, and the queueing model's mean latency
     (M/D/m for Poisson arrivals, D/D/m for even ones, a growing queue past capacity) next to the
     measured one."""
-    rows = ["| arrivals | offered req/s | utilisation | served req/s | predicted mean ms | mean ms | p99 ms "
+    rows = ["| arrivals | offered req/s | offered / capacity | served req/s | predicted mean ms | mean ms | p99 ms "
             "| failed | non-2xx |",
             "|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for v in open_steps(results):
@@ -574,7 +574,7 @@ def past_capacity_text(results: dict) -> str:
     rate = f"{excess:,.0f}"
     excess_text = (f"At {w['fraction']:.0%} of capacity, {rate} requests a second more arrive than the "
                    f"{w['capacity']:,.0f} the lanes finish.")
-    mean_text = (f"Here *U* = {w['utilisation']:g}, so a request due *t* seconds in waits {growth:g} · *t*"
+    mean_text = (f"Here *a* ÷ *m* = {w['utilisation']:g}, so a request due *t* seconds in waits {growth:g} · *t*"
                  + (f", {share} of *t*" if share else "") + f"; the lab's open-loop steps last *τ* = {seconds:g} s "
                  f"(`OPEN_LOOP_SECONDS` in `driver.py`), so the prediction is {w['service_ms']:g} ms + {growth:g} × "
                  f"{seconds:g} s ÷ 2 = {w['mean_ms']:,.0f} ms.")
@@ -634,7 +634,7 @@ def erlang_c_text(results: dict) -> str:
                      f"| {row['mmc_ms']:.2f} ms | {row['mdc_ms']:.2f} ms ({how}) |")
     if len(rows) > 1:
         lines += ["", f"At the same utilisation, the mean wait with {rows[-1]['lanes']} lanes is "
-                      f"{rows[0]['mmc_ms'] / rows[-1]['mmc_ms']:.0f} times shorter than with one lane."]
+                      f"about 1/{rows[0]['mmc_ms'] / rows[-1]['mmc_ms']:.0f} of one lane's."]
     return "\n".join(lines) + "\n"
 
 

@@ -180,10 +180,10 @@ def test_the_erlang_c_example_takes_one_lane_and_the_runs_lanes_at_one_utilisati
     assert 0 < eight["waits"] < rho and eight["mmc_ms"] < one["mmc_ms"] / 8
     text = REPORT.erlang_c_text(_fixed_run(8, 20))
     assert f"| 1 | {rho / service_s:,.0f}/s | {rho:.2f} | {rho:.3f} | {one['mmc_ms']:.2f} ms |" in text
-    assert f"{one['mmc_ms'] / eight['mmc_ms']:.0f} times shorter" in text
+    assert f"about 1/{one['mmc_ms'] / eight['mmc_ms']:.0f} of one lane's" in text
     # A road of one lane has nothing to compare.
     assert len(REPORT.erlang_c_example(_fixed_run(1, 20))) == 1
-    assert "times shorter" not in REPORT.erlang_c_text(_fixed_run(1, 20))
+    assert "of one lane's" not in REPORT.erlang_c_text(_fixed_run(1, 20))
 
 
 def _params(**more) -> dict:
