@@ -10,9 +10,10 @@ measured *before* the step's measured run:
 requests wait a known time besides their CPU with every one of them in service (QUEUEING): there it
 is the mean-value analysis of that closed loop, queueing for the bound's CPU, which lands below both
 bounds near their corner and approaches the smaller far from it. (No bound from the round trip,
-concurrency / (server + load-generator CPU per request): a server's CPU time includes work off
-the request's path, such as idle dispatcher threads spinning before they park, so with one
-request in flight the core may already be busy and the sum is not a bound. It is the floor of a
+concurrency / (server + load-generator CPU per request): part of each side's CPU per request is
+its tail after it has handed its message to the kernel (the server's connection re-arming its
+read, its selector going back to wait, its workers scanning before they park; ab going back to
+wait for the next answer), which overlaps the other side's work, so the sum is not a bound. It is the floor of a
 range where the lab marks a loop with no wait of its own: ROUND_TRIP.)
 """
 
@@ -58,13 +59,14 @@ QUEUEING = "queueing"
 # A Prediction.facts key: {"in_flight"} of a closed loop with no wait of its own (lab 05's echo),
 # bound by the server's core. With few requests in flight, each one's load-generator CPU runs in
 # series with its server CPU: while ab reads an answer and sends the next request, the core has
-# nothing to do, unless the server's own threads keep it busy between requests (a dispatcher's
-# threads spin before they park). Such a step is predicted as a range: at worst the round trip in
-# series, the mean-value analysis of the loop with the load generator's CPU per request as its
-# delay (one in flight: 1 / (server + load-generator CPU per request)); at best the core's bound.
-# Only where that floor is below ROUND_TRIP_SHOWN of the bound (with more in flight the core has
-# work queued and the floor meets the bound). combine() adds "load_cpu_ms", "cpu_ms", "cores" and
-# "floor_requests_per_sec".
+# nothing of that request to do, except the tail of the server's own work on the last one, which
+# overlaps ab's. Such a step is predicted as a range: near worst, the round trip in series, the
+# exact mean-value analysis of the loop's two queues, the server's core and ab's one thread (one in
+# flight: 1 / (server + load-generator CPU per request)); at best the core's bound. (Not a strict
+# worst: a wake-up's latency is charged to neither program.) Only where that floor is below
+# ROUND_TRIP_SHOWN of the bound: with more in flight the core has the next request queued and the
+# floor meets the bound. Not under a CPU limit of less than a core. combine() adds "load_cpu_ms",
+# "cpu_ms", "cores" and "floor_requests_per_sec".
 ROUND_TRIP = "round_trip"
 ROUND_TRIP_SHOWN = 0.95
 
@@ -228,42 +230,57 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
             bound_by = convoy["at"]
         explanation = (f"in lockstep, from the perfect convoy, {convoy_arithmetic(convoy)}, up to the smooth "
                        f"prediction, {upper:,.0f} req/s ({explanation})")
-    trip = _round_trip(prediction.facts.get(ROUND_TRIP), bounds, server_cores, load_ms, open_loop)
+    trip = _round_trip(prediction.facts.get(ROUND_TRIP), server_ms, server_cores, load_ms, open_loop)
     if trip and upper is None and bound_by == SERVER_CPU and trip["floor_requests_per_sec"] < ROUND_TRIP_SHOWN * predicted:
         facts[ROUND_TRIP] = trip
         upper, predicted = predicted, trip["floor_requests_per_sec"]
-        explanation = (f"from the round trip in series, {round_trip_arithmetic(trip)}, up to the core's bound, "
-                       f"{upper:,.0f} req/s ({explanation})")
+        explanation = f"from the round trip in series, {round_trip_arithmetic(trip)}, up to the core's bound ({explanation})"
     elif ROUND_TRIP in facts:
         del facts[ROUND_TRIP]
     return replace(prediction, requests_per_sec=predicted, bound_by=bound_by, bounds=bounds,
                    arithmetic=why, explanation=explanation, facts=facts, upper=upper)
 
 
-def _round_trip(trip: dict | None, bounds: dict, server_cores: float | None, load_ms: float | None,
+def _round_trip(trip: dict | None, server_ms: float | None, server_cores: float | None, load_ms: float | None,
                 open_loop: bool) -> dict | None:
-    """A ROUND_TRIP loop's floor: the mean-value analysis of `in_flight` requests, each using the
-    server's core (the CPU per request its bound was worked out from, the compiler's share counted)
-    with the load generator's CPU per request as the loop's delay. None without the loop, the
-    server's bound or the load generator's CPU, or in an open loop (no round trip)."""
-    if not trip or open_loop or not load_ms or not server_cores or not bounds.get(SERVER_CPU):
+    """A ROUND_TRIP loop's floor (round_trip_floor) from the calibrated CPU per request of the server
+    and of the load generator. None without the loop or either calibration, in an open loop (no
+    round trip), or on less than a whole core (a CPU limit)."""
+    if not trip or open_loop or not load_ms or not server_ms or not server_cores or server_cores < 1:
         return None
-    cpu_ms = server_cores * 1000.0 / bounds[SERVER_CPU]
-    floor = mean_value_analysis(trip["in_flight"], load_ms + cpu_ms, cpu_ms, server_cores)
-    return {"in_flight": trip["in_flight"], "load_cpu_ms": round(load_ms, 4), "cpu_ms": round(cpu_ms, 4),
+    floor = round_trip_floor(trip["in_flight"], server_ms, server_cores, load_ms)
+    return {"in_flight": trip["in_flight"], "load_cpu_ms": round(load_ms, 4), "cpu_ms": round(server_ms, 4),
             "cores": server_cores, "floor_requests_per_sec": round(floor, 1)}
 
 
+def round_trip_floor(in_flight: int, server_ms: float, server_cores: float, load_ms: float,
+                     load_threads: int = TOOL_THREADS["ab"]) -> float:
+    """Requests/s of `in_flight` requests going round a closed loop of two queues, the server's cores
+    (`server_ms` of CPU per request, shared by `server_cores`: Seidmann's approximation, one core
+    1/cores as fast plus the rest as a delay) and the load generator's threads (`load_ms` per
+    request): exact mean-value analysis, one request at a time."""
+    server_demand, load_demand = server_ms / server_cores, load_ms / load_threads
+    delay = server_ms * (server_cores - 1) / server_cores
+    server_queue = load_queue = 0.0
+    rate = 0.0
+    for n in range(1, in_flight + 1):
+        at_server = server_demand * (1 + server_queue)
+        at_load = load_demand * (1 + load_queue)
+        rate = n / (delay + at_server + at_load)
+        server_queue, load_queue = rate * at_server, rate * at_load
+    return rate * 1000.0
+
+
 def round_trip_arithmetic(trip: dict) -> str:
-    """'1 request / (0.33 ms of server CPU + 0.064 ms of load-generator CPU) = 2,538 req/s', or, with
-    more in flight, the mean-value analysis it is."""
+    """'1 request / (0.275 ms of server CPU + 0.061 ms of load-generator CPU) = 2,976 req/s', or,
+    with more in flight, the mean-value analysis it is."""
     if trip["in_flight"] == 1 and trip["cores"] == 1:
         return (f"1 request / ({trip['cpu_ms']:.3g} ms of server CPU + {trip['load_cpu_ms']:.3g} ms of "
                 f"load-generator CPU) = {trip['floor_requests_per_sec']:,.0f} req/s")
     cores = trip["cores"]
     return (f"mean-value analysis: {trip['in_flight']} in flight, each using {trip['cpu_ms']:.3g} ms of the server's "
-            f"{'core' if cores == 1 else f'{cores:g} cores'} and {trip['load_cpu_ms']:.3g} ms of the load generator's: "
-            f"{trip['floor_requests_per_sec']:,.0f} req/s")
+            f"{'core' if cores == 1 else f'{cores:g} cores'} and {trip['load_cpu_ms']:.3g} ms of the load generator's, "
+            f"queueing at both: {trip['floor_requests_per_sec']:,.0f} req/s")
 
 
 def round_trip_facts(in_flight: int) -> dict:

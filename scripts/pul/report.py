@@ -206,7 +206,7 @@ def _busy(v: dict) -> float | None:
 
 def model_band(v: dict, band: tuple[float, float] = BAND) -> tuple[float, float]:
     """The band of measured/predicted that confirms a variant's model: `band` around its bound, or,
-    for a range (pul.model.CONVOY), from band's low end of the range's lower end to band's high end
+    for a range (pul.model.CONVOY, pul.model.ROUND_TRIP), from band's low end of the range's lower end to band's high end
     of its upper."""
     upper, predicted = v.get("predicted_upper_requests_per_sec"), v.get("predicted_requests_per_sec")
     return (band[0], band[1] * upper / predicted) if upper and predicted else band

@@ -447,3 +447,25 @@ def test_the_tests_hold_a_round_trip_step_to_the_floors_share_of_the_core():
     assert missed == []
     _, missed, _ = check_at_the_core(record(1500.0, 0.33), 0.25)
     assert any("server core busy" in m for m in missed) and any("round trip's floor" in m for m in missed)
+    # A census run the host slowed: c=1's core 0.72 busy, below the floor's 0.84 share less the slack.
+    _, missed, _ = check_at_the_core(record(2182.0, 0.33), 0.25)
+    assert any("server core busy" in m for m in missed), missed
+    # The fresh clone's c=1: 0.926 of the core's bound and 0.84 busy, serving cheaper than calibrated.
+    _, missed, _ = check_at_the_core(record(0.926 * 1000 / 0.33, 0.84 / (0.926 * 1000 / 0.33) * 1000), 0.25)
+    assert missed == [], missed
+
+
+def test_the_round_trip_queues_at_both_the_core_and_ab():
+    """pul.model.round_trip_floor: exact mean-value analysis of two queues. One in flight: the sum
+    of the two CPUs; two: each request finds the other at a queue part of the time (worked by hand:
+    R = 0.33 x 1.8376 + 0.064 x 1.1624 ms, 2 / R); many: the core's bound."""
+    assert model.round_trip_floor(1, 0.33, 1, 0.064) == pytest.approx(1000 / 0.394)
+    assert model.round_trip_floor(2, 0.33, 1, 0.064) == pytest.approx(2000 / (0.33 * (1 + 0.33 / 0.394)
+                                                                               + 0.064 * (1 + 0.064 / 0.394)))
+    assert model.round_trip_floor(64, 0.33, 1, 0.064) == pytest.approx(1000 / 0.33, rel=1e-3)
+    # ab's CPU larger than the server's: its thread is the loop's bottleneck.
+    assert model.round_trip_floor(64, 0.1, 1, 0.2) == pytest.approx(1000 / 0.2, rel=1e-3)
+    # Under a CPU limit of less than a core, no round trip.
+    limited = model.combine(Prediction(None, "echo", facts=model.round_trip_facts(1)),
+                            {"server_cpu_ms": 0.33, "server_cores": 0.5, "load_cpu_ms": 0.064, "load_cores": 1}, 1)
+    assert limited.upper is None
