@@ -174,10 +174,8 @@ def bound_sentence(v: dict) -> str | None:
             + (f"; {model.queueing_arithmetic(queueing)}" if queueing else "")
             + (f"; {convoy}" if convoy else "")
             + f"); measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f}"
-            + ((f" of the convoy, {v['requests_per_sec'] / v['predicted_upper_requests_per_sec']:.2f} of the smooth "
-                "prediction" if (v.get("extra") or {}).get(model.CONVOY) else
-                f" of the round trip, {v['requests_per_sec'] / v['predicted_upper_requests_per_sec']:.2f} of the core's "
-                "bound") if convoy else "") + ")"
+            + (f" of {ends[0]}, {v['requests_per_sec'] / v['predicted_upper_requests_per_sec']:.2f} of {ends[1]}"
+               if (ends := _range_ends(v)) else "") + ")"
             + ((f", with the server's CPU limit {busy:.0%} used" if model.limit_binds(v.get("calibration"))
                 else f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
                 f"{busy:.0%} busy") if busy is not None else "") + "."
@@ -220,6 +218,18 @@ def band_note(v: dict) -> str | None:
         return None
     return (f"{v['name']}: {ratio:.2f} of its {'range' if v.get('predicted_upper_requests_per_sec') else 'bound'} "
             f"({v['bound_by']}), outside the model's band {low:.2f}-{high:.2f}" + band_reasons(v) + ".")
+
+
+def _range_ends(v: dict) -> tuple[str, str] | None:
+    """The names of a ranged prediction's two ends (its floor, its upper end), or None."""
+    if not v.get("predicted_upper_requests_per_sec"):
+        return None
+    extra = v.get("extra") or {}
+    if "floor_requests_per_sec" in (extra.get(model.CONVOY) or {}):
+        return "the convoy", "the smooth prediction"
+    if "floor_requests_per_sec" in (extra.get(model.ROUND_TRIP) or {}):
+        return "the round trip", "the core's bound"
+    return None
 
 
 def convoy_clause(v: dict) -> str | None:
