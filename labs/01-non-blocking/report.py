@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import statistics
 
-from pul import report
+from pul import glance, report
 from pul.claims import key as claims_key
 from pul.probe import SAMPLES_FOR_P99, describe_tail, probe_p99
 from pul.results import machine_line, markdown_table, raw_text
@@ -242,3 +242,81 @@ def ab_connection_times(text: str) -> dict[str, dict[str, float]]:
         if match:
             found[line] = {column: float(value) for column, value in zip(AB_TIME_COLUMNS, match.groups())}
     return found
+
+
+# -- "At a glance" (book/src/at-a-glance.md): this lab's rules, each worked on its run ------------
+
+def glance_littles_law(lab01: glance.Run) -> str:
+    """L = λ × W on a blocking variant; busy threads λ × S on an offloaded one."""
+    blocking, offloaded = lab01.variant("java-blocking"), lab01.variant("java-offloaded")
+    if blocking is None:
+        return glance.missing(lab01, "java-blocking")
+    rate, latency = glance.shown(blocking["requests_per_sec"], 0), glance.shown(blocking["mean_ms"] / 1000, 3)
+    text = (f"{glance.run_line(lab01)}, `java-blocking`: *λ* = {glance.rate(rate)} and *W* = {latency:.3f} s, so "
+            f"*L* = *λ* × *W* = {rate * latency:.1f} requests in the system, against the "
+            f"*c* = {blocking['concurrency']} that `ab` kept in flight.")
+    if offloaded is not None:
+        rate, service = glance.shown(offloaded["requests_per_sec"], 0), glance.shown(offloaded["service_ms"] / 1000, 3)
+        text += (f" `java-offloaded`: *n* = *λ* × *S* = {rate:,.0f}/s × {service:.3f} s = {rate * service:.1f} "
+                 f"threads busy at once: the threads that load needs, of the pool's *T* = "
+                 f"{offloaded['pool_threads']}.")
+    return text + "\n"
+
+
+def glance_pool_bound(lab01: glance.Run) -> str:
+    """min(c, T) ÷ S against the measured rate, and W = c ÷ λ."""
+    v = lab01.variant("java-blocking")
+    if v is None or not v.get("pool_threads") or not v.get("requests_per_sec"):
+        return glance.missing(lab01, "java-blocking")
+    c, threads, service = v["concurrency"], v["pool_threads"], glance.shown(v["service_ms"] / 1000, 3)
+    bound = glance.shown(min(c, threads) / service, 0)
+    rate = glance.shown(v["requests_per_sec"], 0)
+    return (f"{glance.run_line(lab01)}, `java-blocking`, its work on Play's default dispatcher: "
+            f"min(*c*, *T*) ÷ *S* = min({c}, {threads}) ÷ {service:.3f} s = {glance.rate(bound)}; it served "
+            f"{glance.rate(rate)} ({rate / bound:.2f} of it), and *W* = *c* ÷ *λ* = {c} ÷ {rate:,.0f}/s = "
+            f"{glance.ms(c * 1000 / rate, 0)}, where `ab` timed a mean of {glance.ms(v['mean_ms'], 0)}: "
+            f"{glance.ms(v['service_ms'], 0)} of work, the rest waiting for a thread.\n")
+
+
+def glance_example(lab01: glance.Run) -> str:
+    """The page's first question, worked with the rules and lab 01's measured CPU per request."""
+    wait, clients, cores = glance.EXAMPLE["wait_ms"], glance.EXAMPLE["clients"], glance.EXAMPLE["cores"]
+    threads = glance.default_dispatcher_threads(cores)
+    blocked = min(clients, threads) * 1000 / wait
+    offloaded = clients * 1000 / wait
+    text = (f"- **Blocking on Play's default dispatcher**, which has max({glance.DEFAULT_DISPATCHER['min']}, *k*) = "
+            f"{threads} threads on "
+            f"{cores} cores: *λ* ≤ min(*c*, *T*) ÷ *S* = min({clients}, {threads}) ÷ {glance.seconds(wait)} = "
+            f"{glance.rate(blocked)}, and *W* = *c* ÷ *λ* = {clients} ÷ {blocked:,.0f}/s = "
+            f"{glance.ms(clients * 1000 / blocked, 0)}: {glance.ms(wait, 0)} of work, the rest waiting for a thread.\n"
+            f"- **On a pool of its own** with a thread for each client (*T* ≥ {clients}): *λ* ≤ {clients} ÷ "
+            f"{glance.seconds(wait)} = {glance.rate(offloaded)}, and *W* ≈ *S* = {glance.ms(wait, 0)}, if the cores allow it.")
+    v = lab01.variant("java-offloaded")
+    cpu_ms = ((v or {}).get("calibration") or {}).get("server_cpu_ms")
+    if cpu_ms:
+        cpu_ms = glance.shown(cpu_ms, 3)
+        ceiling = cores * 1000 / cpu_ms
+        share = offloaded * cpu_ms / 1000 / cores
+        text += (f" Lab 01's offloaded requests cost its server *D* = {glance.ms(cpu_ms, 3)} of CPU each "
+                 f"(`java-offloaded`, calibrated in lab {lab01.number}'s run). At that price {cores} cores allow "
+                 f"*k* ÷ *D* = {cores} ÷ {glance.ms(cpu_ms, 3)} = {glance.rate(ceiling)}, "
+                 f"and {glance.rate(offloaded)} keeps them *U* = *λ* × *D* ÷ *k* = {share:.0%} busy: "
+                 + ("the threads' bound holds, with little queueing for the cores." if share < 0.5 else
+                    "the cores are close enough to full that requests queue for them: expect less than the "
+                    "threads' bound (mean-value analysis)."))
+    connections = min(clients, glance.PLAY_MAX_POOL_SIZE)
+    jdbc = connections * 1000 / wait
+    text += (f"\n- **If the {glance.ms(wait, 0)} of blocking is a JDBC call**, the connections bound it too, however many threads "
+             f"the pool has: Play's HikariCP pool has *N* = {glance.PLAY_MAX_POOL_SIZE} connections unless you set "
+             f"`maximumPoolSize`, so *λ* ≤ min(*c*, *T*, *N*) ÷ *S* = min({clients}, {clients}, "
+             f"{glance.PLAY_MAX_POOL_SIZE}) ÷ {glance.seconds(wait)} = {glance.rate(jdbc)}, and *W* = *c* ÷ *λ* = {clients} ÷ "
+             f"{jdbc:,.0f}/s = {glance.ms(clients * 1000 / jdbc, 0)}.")
+    return text + "\n"
+
+
+# The page's rules this lab's run works (pul.glance: book/src/generated/at-a-glance-NAME.md).
+GLANCE = {
+    "littles-law": glance_littles_law,
+    "pool-bound": glance_pool_bound,
+    "example": glance_example,
+}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from pul import model, report
+from pul import glance, model, report
 from pul.claims import key as claims_key
 from pul.probe import describe_tail, probe_p99
 from pul.results import _fmt, machine_line, markdown_table, predicted_cell, ratio_cell
@@ -551,3 +551,74 @@ plot $data using 1:3 with linespoints pointtype 7 pointsize 1.2 linewidth 2 line
 unset multiplot
 """
     return report.gnuplot_svg(script)
+
+
+# -- "At a glance" (book/src/at-a-glance.md): this lab's rules, each worked on its run ------------
+
+def glance_jdbc_sizing(lab03: glance.Run) -> str:
+    """The corner N* = k × S ÷ d against HikariCP's k × 2, and the dispatcher's threads T against N."""
+    f = lab03.facts()
+    parts = []
+    if "corner" in f:
+        hold, cpu = glance.shown(f["hold_ms"], 1), glance.shown(f["d_ms"], 2)
+        parts.append(
+            f"{glance.run_line(lab03)}: each request checked out a connection once and held it *S* = {glance.ms(hold)} (*w* = "
+            f"{glance.ms(f['wait_ms'], 0)} of `pg_sleep`, the rest its work) and cost PostgreSQL *d* = "
+            f"{glance.ms(cpu, 2)} of CPU on *k* = {f['cores']} core{'' if f['cores'] == 1 else 's'}, so "
+            f"*N*\\* = *k* × *S* ÷ *d* = {f['cores']} × {glance.ms(hold)} ÷ {glance.ms(cpu, 2)} ≈ "
+            f"{f['cores'] * hold / cpu:.0f} connections, where HikariCP's *k* × 2 + spindles gives "
+            f"{f['hikari_connections']} (the data in memory).")
+        if "corner_over_hikari" in f:
+            parts.append(f"The sweep's step nearest the corner (`pool={f['corner_pool']}`) served "
+                         f"{f['corner_over_hikari']:.1f} times what the step nearest HikariCP's number "
+                         f"(`pool={f['hikari_pool']}`) served: `pg_sleep` waits share nothing.")
+    default, sized, oversized = (lab03.variant(name) for name in
+                                 ("default-dispatcher", "database-dispatcher", "oversized-dispatcher"))
+    if default and sized:
+        parts.append(f"Threads: with *T* = *N* = {sized['pool_threads']} (`database-dispatcher`) the endpoint served "
+                     f"{glance.rate(sized['requests_per_sec'])}, against {glance.rate(default['requests_per_sec'])} with the "
+                     f"JDBC calls on the default dispatcher's *T* = {default['pool_threads']} "
+                     f"(`default-dispatcher`).")
+    if oversized and sized and oversized.get("complete"):
+        timeout = (lab03.data.get("params") or {}).get("connection_timeout_ms")
+        goodput = f.get("goodput_oversized_dispatcher")
+        parts.append(f"With *T* = {oversized['pool_threads']} threads for *N* = "
+                     f"{(oversized.get('extra') or {}).get('connections', '?')} connections "
+                     f"(`oversized-dispatcher`), {oversized['non_2xx'] / oversized['complete']:.0%} of the answers "
+                     f"were 503s" + (f", after HikariCP's {timeout}-ms `connectionTimeout`" if timeout else "")
+                     + (f", and its goodput was {glance.rate(goodput)}" if goodput is not None else "") + ".")
+    if not parts:
+        return glance.missing(lab03, "pool=32", "database-dispatcher")
+    return " ".join(parts) + "\n"
+
+
+def glance_convoy(lab03: glance.Run) -> str:
+    """A lockstep step's range: the perfect convoy's floor up to the smooth prediction."""
+    step = next((v for v in (lab03.data or {}).get("variants", [])
+                 if ((v.get("extra") or {}).get(model.CONVOY) or {}).get("floor_requests_per_sec")), None)
+    if step is None:
+        return glance.missing(lab03, "lockstep-pool=32")
+    c, extra = step["extra"][model.CONVOY], step["extra"]
+    n, wait, cpu = c["in_service"], glance.shown(c["wait_ms"], 0), glance.shown(c["cpu_ms"], 2)
+    # The requests in service: a JDBC call holds a thread of the dispatcher and a connection, so
+    # n = min(c, T, N); a step of the default mode has fewer threads than connections.
+    threads = extra.get("dispatcher_size") or step.get("pool_threads")
+    connections = extra.get("connections") or extra.get("pool_size")
+    in_service = (f"*n* = min(*c*, *T*, *N*) = min({step['concurrency']}, {threads}, {connections}) = {n} "
+                  f"requests in service (*T* the dispatcher's threads, *N* the connections), "
+                  if threads and connections and min(step["concurrency"], threads, connections) == n else
+                  f"*n* = {n} requests in service, ")
+    floor = glance.shown(n * 1000 / (wait + n * cpu / c["cores"]), 0)
+    smooth, rate = glance.shown(c["smooth_requests_per_sec"], 0), glance.shown(step["requests_per_sec"], 0)
+    return (f"{glance.run_line(lab03)}, `{step['name']}`: {in_service}every wait exactly *w* = {glance.ms(wait, 0)}. The "
+            f"floor *n* ÷ (*w* + *n* × *D* ÷ *k*) = {n} ÷ ({glance.ms(wait, 0)} + {n} × {glance.ms(cpu, 2)} ÷ "
+            f"{c['cores']:g}) = {glance.rate(floor)}, the smooth prediction (mean-value analysis) {glance.rate(smooth)}. "
+            f"It served {glance.rate(rate)}: {rate / floor:.2f} times the floor, {rate / smooth:.2f} of the smooth "
+            "prediction.\n")
+
+
+# The page's rules this lab's run works (pul.glance: book/src/generated/at-a-glance-NAME.md).
+GLANCE = {
+    "jdbc-sizing": glance_jdbc_sizing,
+    "convoy": glance_convoy,
+}

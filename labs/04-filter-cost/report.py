@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from pul import report
+from pul import glance, model, report
 from pul.results import _fmt, machine_line, markdown_table, ratio_cell
 
 from .driver import (BASELINE, BASELINE_AGAIN, DEFAULT, KINDS, LOAD_SATURATED, NO_CSRF, SERVER_SATURATED,
@@ -633,3 +633,50 @@ def threads_table(results: dict) -> str:
         return "The main run has no timeline of the JVM's threads for these set-ups.\n"
     return ("| set-up (main run, its first run) | most JVM threads |\n|:---|---:|\n"
             + "".join(f"| `{name}` | {count} |\n" for name, count in found.items()))
+
+
+# -- "At a glance" (book/src/at-a-glance.md): this lab's rules, each worked on its run ------------
+
+# A filter's slope is resolved when this many filters cost more than the noise (chapter 4: "even
+# ten of them would cost less than the noise").
+RESOLVING_FILTERS = 10
+
+
+def glance_filter_cost(lab04: glance.Run) -> str:
+    """1 ÷ λ of the baseline, and each kind of filter's cost per request (the fitted slope)."""
+    f = lab04.facts()
+    if "baseline_us" not in f:
+        return glance.missing(lab04, "none")
+    text = (f"{glance.run_line(lab04)}, measured with {f.get('reference_tool', 'ab')}: a request with no filters "
+            f"(`none`) took 1 ÷ *λ* = {glance.us(f['baseline_us'])}")
+    if f.get("baseline_limit") == model.SERVER_CPU and f.get("baseline_server_cpu") is not None:
+        text += (f", the server's core setting the pace (*U* = {f['baseline_server_cpu']:.0%}, `ab`'s "
+                 f"{f['baseline_load_cpu']:.0%})")
+    elif f.get("baseline_limit"):
+        text += f", paced by the {f['baseline_limit']}, not the server's core: read the costs with care"
+    noise = f.get("noise_us")
+    if noise is not None:
+        text += (f". The noise, 1 ÷ *λ* of the slowest run of `none` less that of its fastest, was "
+                 f"{glance.us(noise)}")
+    kinds = [(name, label) for name, label in (("scala_filter_us", "Scala `Filter`"),
+                                               ("scala_essential_filter_us", "Scala `EssentialFilter`"),
+                                               ("java_filter_us", "Java `Filter`"),
+                                               ("java_essential_filter_us", "Java `EssentialFilter`")) if name in f]
+    if kinds:
+        text += (". Per filter (the slope of the cost against the chain length *f*): "
+                 + ", ".join(f"a {label} {filter_slope(f[name], noise)}" for name, label in kinds))
+    return text + ".\n"
+
+
+def filter_slope(slope_us: float, noise_us: float | None) -> str:
+    """One filter's cost, or "not resolved" where RESOLVING_FILTERS of them cost less than the
+    noise: a slope that small is the fit's noise, not the filter's price (chapter 4)."""
+    if noise_us is not None and RESOLVING_FILTERS * slope_us < noise_us:
+        return f"not resolved ({RESOLVING_FILTERS} × its slope below the noise)"
+    return glance.us(slope_us)
+
+
+# The page's rules this lab's run works (pul.glance: book/src/generated/at-a-glance-NAME.md).
+GLANCE = {
+    "filter-cost": glance_filter_cost,
+}

@@ -7,7 +7,7 @@ import math
 import re
 import statistics
 
-from pul import model, report
+from pul import glance, model, report
 from pul.claims import key as claims_key
 from pul.results import machine_line, predicted_cell
 
@@ -764,3 +764,65 @@ def throughput_figure(results: dict) -> str:
 def latency_figure(results: dict) -> str:
     return _figure(results, "latency")
 
+
+# -- "At a glance" (book/src/at-a-glance.md): this lab's rules, each worked on its run ------------
+
+def glance_utilisation_law(lab05: glance.Run) -> str:
+    """k ÷ D at the echo's plateau, the core's busy share beside the measured rate."""
+    report = lab05.report()
+    echo = report.echo_model(lab05.data) if report is not None and lab05.data else None
+    v = lab05.variant(f"c={echo['best_c']}") if echo else None
+    calibration = (v or {}).get("calibration") or {}
+    bound = ((v or {}).get("bounds") or {}).get(model.SERVER_CPU)
+    if v is None or not calibration.get("server_cpu_ms") or not bound:
+        return glance.missing(lab05, "c=1", "c=64")
+    cores, cpu_ms = calibration["server_cores"], glance.shown(calibration["server_cpu_ms"], 3)
+    share = glance.shown(model.compiler_share(calibration), 2)
+    top = f"({cores:g} − {share:.2f}, the JIT compiler's share)" if share else f"{cores:g}"
+    # The bound worked from the inputs as shown (the driver's, from unrounded ones, may differ in
+    # its last digit).
+    bound = glance.shown((cores - share) * 1000 / cpu_ms, 0)
+    rate = glance.shown(v["requests_per_sec"], 0)
+    busy = v.get("server_cpu_utilization")
+    return (f"{glance.run_line(lab05)}, the JSON echo at *c* = {v['concurrency']}, its best step: *D* = "
+            f"{glance.ms(cpu_ms, 3)} of server CPU per request, calibrated just before the step, on *k* = {cores:g} "
+            f"core{'' if cores == 1 else 's'}: *λ* ≤ *k* ÷ *D* = {top} ÷ {glance.ms(cpu_ms, 3)} = {glance.rate(bound)}. "
+            f"It served {glance.rate(rate)} ({rate / bound:.2f} of the bound)"
+            + (f", with the core *U* = {busy:.0%} busy" if busy is not None else "") + ".\n")
+
+
+def glance_knee(lab05: glance.Run) -> str:
+    """c* = m on the fixed road, and c* = λ_max × W₁ for the echo."""
+    report = lab05.report()
+    if report is None or not lab05.data or not (lab05.data.get("pools") or {}).get("pools", {}).get("lanes"):
+        return glance.missing(lab05, "fixed-c=1")
+    road = report.fixed_model(lab05.data)
+    m, service = road["lanes"], glance.shown(road["work_ms"] / 1000, 3)
+    capacity = glance.shown(m / service, 0)
+    text = (f"{glance.run_line(lab05)}, the fixed road: *m* = {m} lanes of *S* = {glance.ms(road['work_ms'], 0)}, so "
+            f"*λ*<sub>max</sub> = *m* ÷ *S* = {m} ÷ {service:.3f} s = {glance.rate(capacity)} and *c*\\* = *m* = {m}.")
+    steps = sorted((v for v in lab05.data["variants"] if v["name"].startswith("fixed-c=")),
+                   key=lambda v: v["concurrency"])
+    at_knee = next((v for v in steps if v["concurrency"] == m), None)
+    if at_knee:
+        text += (f" At *c* = {m} it served {glance.rate(at_knee['requests_per_sec'])} with *W* = "
+                 f"{glance.ms(at_knee['mean_ms'])}.")
+    if steps and steps[-1]["concurrency"] > m:
+        top = steps[-1]
+        text += (f" At *c* = {top['concurrency']}: {glance.rate(top['requests_per_sec'])} with *W* = "
+                 f"{glance.ms(top['mean_ms'])}, where *c* ÷ *λ*<sub>max</sub> = {top['concurrency']} ÷ "
+                 f"{capacity:,.0f}/s = {glance.ms(top['concurrency'] * 1000 / capacity, 0)}.")
+    echo = report.echo_model(lab05.data)
+    if echo:
+        r1_ms, best, knee_c = report.knee_arithmetic(echo)
+        text += (f" The echo: *W*₁ = {glance.ms(r1_ms, 3)} alone, *λ*<sub>max</sub> = "
+                 f"{glance.rate(best)} (its best, at *c* = {echo['best_c']:,}), so *c*\\* = "
+                 f"*λ*<sub>max</sub> × *W*₁ = {best:,.0f}/s × {r1_ms / 1000:.6f} s ≈ {knee_c:.1f}.")
+    return text + "\n"
+
+
+# The page's rules this lab's run works (pul.glance: book/src/generated/at-a-glance-NAME.md).
+GLANCE = {
+    "utilisation-law": glance_utilisation_law,
+    "knee": glance_knee,
+}

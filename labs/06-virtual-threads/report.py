@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from pul import report
+from pul import glance, model, report
 from pul.claims import key as claims_key
 from pul.results import MODEL_COLUMNS, _fmt, machine_line, markdown_table
 
@@ -208,3 +208,62 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/figures/lab06-footprint.svg": footprint_figure(results),
         "book/src/figures/lab06-timeline.svg": timeline_figure(results),
     }
+
+
+# -- "At a glance" (book/src/at-a-glance.md): this lab's rules, each worked on its run ------------
+
+def glance_virtual_threads(lab06: glance.Run) -> str:
+    """No threads' bound on virtual threads; k carriers ÷ S when pinned; N ÷ S on a pool of connections."""
+    parts = []
+    virtual, pinned, jdbc = (lab06.variant(name) for name in ("virtual", "synchronized-jdk21", "jdbc-connections=4"))
+    if virtual:
+        bounds = virtual.get("bounds") or {}
+        rate, c, service = virtual["requests_per_sec"], virtual["concurrency"], glance.shown(virtual["service_ms"] / 1000, 3)
+        parts.append(f"{glance.run_line(lab06)}, `virtual`: *c* ÷ *S* = {c} ÷ {service:.3f} s = {glance.rate(c / service)}"
+                     + (f" and the core's *k* ÷ *D* = {glance.rate(bounds[model.SERVER_CPU])}"
+                        if bounds.get(model.SERVER_CPU) else "")
+                     + f"; it served {glance.rate(rate)}, no pool of threads in the way.")
+    if pinned:
+        carriers = (pinned.get("extra") or {}).get("carriers") or pinned.get("pool_threads")
+        service = glance.shown(pinned["service_ms"] / 1000, 3)
+        parts.append(f"`synchronized-jdk21`, pinned on Java 21: {carriers} carrier{'' if carriers == 1 else 's'} "
+                     f"÷ *S* = {carriers} ÷ {service:.3f} s = {glance.rate(carriers / service)}; it served "
+                     f"{pinned['requests_per_sec']:,.1f} req/s. " + pinned_latency(pinned, lab06.report()))
+    if jdbc:
+        connections = (jdbc.get("extra") or {}).get("connections")
+        service = glance.shown(jdbc["service_ms"], 1)
+        if connections:
+            parts.append(f"`jdbc-connections={connections}`: *N* ÷ *S* = {connections} ÷ {glance.ms(service, 1)} = "
+                         f"{glance.rate(connections * 1000 / service)}; it served {glance.rate(jdbc['requests_per_sec'])}.")
+    if not parts:
+        return glance.missing(lab06, "virtual", "synchronized-jdk21", "jdbc-connections=4")
+    return " ".join(parts) + "\n"
+
+
+# ab's mean latency is short of Little's law's c ÷ λ by more than this share when the requests it
+# left in flight at the end of its run (whose waits it never times) held much of the run's waiting.
+SHORT_MEAN = 0.9
+
+
+def pinned_latency(v: dict, report) -> str:
+    """W of a pinned step by Little's law, c ÷ λ; and why ab's mean falls short of it, where it does:
+    ab times only the requests that finished before its run ended, and the c it left in flight had
+    waited too (chapter 6, "The pinned row's latency")."""
+    c, rate = v["concurrency"], glance.shown(v["requests_per_sec"], 1)
+    little_s = c / rate
+    text = f"By Little's law *W* = *c* ÷ *λ* = {c} ÷ {rate:,.1f}/s = {little_s:.2f} s"
+    if v.get("mean_ms") is None:
+        return text + "."
+    if v["mean_ms"] / 1000 >= SHORT_MEAN * little_s:
+        return text + f", and `ab` timed a mean of {glance.ms(v['mean_ms'], 0)}."
+    left = getattr(report, "left_waiting_s", None) if report is not None else None
+    left_s = left(v) if left is not None else None
+    return (text + f"; `ab`'s mean, {glance.ms(v['mean_ms'], 0)}, is shorter because it times only the requests "
+            f"that finished before its run did, not the {c} it left in flight"
+            + (f", which had waited {left_s:.1f} s each on average when it stopped" if left_s else "") + ".")
+
+
+# The page's rules this lab's run works (pul.glance: book/src/generated/at-a-glance-NAME.md).
+GLANCE = {
+    "virtual-threads": glance_virtual_threads,
+}

@@ -24,6 +24,11 @@ def committed() -> dict[str, glance.Run]:
             for number, lab_dir, lab in all_labs() if lab is not None}
 
 
+def report_of(number: str):
+    """A lab's report.py, where its rules of the page live (its GLANCE)."""
+    return next(lab for n, _, lab in all_labs() if n == number).module("report")
+
+
 def variant(runs: dict, number: str, name: str) -> dict:
     return next(v for v in runs[number].data["variants"] if v["name"] == name)
 
@@ -70,7 +75,32 @@ def arithmetic_slips(text: str) -> list[str]:
 
 def test_the_page_includes_every_rule_and_nothing_else():
     included = set(re.findall(r"\{\{#include (generated/at-a-glance-[\w-]+\.md)\}\}", PAGE.read_text()))
-    assert included == {str(glance.path(name).relative_to("book/src")) for name in glance.RULES}
+    assert included == {str(glance.path(name).relative_to("book/src")) for name in glance.rules()}
+
+
+def test_each_rule_lives_in_the_lab_whose_run_it_works_and_the_driver_names_no_lab():
+    # scripts/pul is the generic driver (CONTRIBUTING.md): no variant of a lab is named there.
+    found = glance.rules()
+    assert found["knee"][0] == "05" and found["example"][0] == "01"
+    source = (REPO / "scripts" / "pul" / "glance.py").read_text()
+    names = {v["name"] for _, lab_dir, lab in all_labs() if lab is not None
+             for v in (committed_results(lab_dir.name) or {}).get("variants", [])}
+    # Names of more than one word (java-blocking, pool=32): a plain word such as "blocking" is prose.
+    named = [n for n in names if re.search(r"[-=]", n) and re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", source)]
+    assert not named
+
+
+def test_two_labs_with_one_rule_name_is_an_error(monkeypatch):
+    class Report:
+        GLANCE = {"knee": lambda run: ""}
+
+    class FakeLab:
+        def module(self, name):
+            return Report
+
+    monkeypatch.setattr(glance, "all_labs", lambda: [("01", None, FakeLab()), ("02", None, FakeLab())])
+    with pytest.raises(glance.LabError, match="labs 01 and 02 both have the rule 'knee'"):
+        glance.rules()
 
 
 def test_every_file_is_written_from_the_working_trees_runs():
@@ -145,11 +175,11 @@ def test_a_bound_is_worked_from_the_cpu_per_request_as_shown(committed):
     echo["calibration"].update(server_cpu_ms=0.21997, jit_share=0.0)
     echo["bounds"]["server CPU"] = 4546.1
     steps = [copy.deepcopy(variant(committed, "05", "c=1")), echo]
-    text = glance.utilisation_law(_run_with("05", steps, pools=committed["05"].data["pools"]))
+    text = report_of("05").glance_utilisation_law(_run_with("05", steps, pools=committed["05"].data["pools"]))
     assert "1 ÷ 0.220 ms = 4,545 req/s" in text and not arithmetic_slips(text)
     offloaded = copy.deepcopy(variant(committed, "01", "java-offloaded"))
     offloaded["calibration"]["server_cpu_ms"] = 0.3766
-    text = glance.example(_run_with("01", [offloaded]))
+    text = report_of("01").glance_example(_run_with("01", [offloaded]))
     assert "4 ÷ 0.377 ms = 10,610 req/s" in text and not arithmetic_slips(text)
 
 
@@ -160,7 +190,7 @@ def test_the_echos_knee_is_worked_from_w1_and_the_plateau_as_shown(committed, r1
     first["mean_ms"] = r1_ms
     best = max((v for v in data["variants"] if v["name"].startswith("c=")), key=lambda v: v["requests_per_sec"])
     best["requests_per_sec"] = 4450.54
-    text = glance.knee(glance.Run("05", data, committed["05"].lab))
+    text = report_of("05").glance_knee(glance.Run("05", data, committed["05"].lab))
     assert f"4,451/s × {r1_ms / 1000:.6f} s ≈ {knee}." in text and not arithmetic_slips(text)
     report = committed["05"].lab.module("report")
     assert f"≈ **{knee}**" in report.model_sentences(data)
@@ -169,10 +199,10 @@ def test_the_echos_knee_is_worked_from_w1_and_the_plateau_as_shown(committed, r1
 
 def test_a_filter_slope_below_the_noise_is_not_resolved():
     # Chapter 4: a slope is resolved only when ten filters cost more than the noise.
-    assert glance.filter_slope(0.15, 12.9) == "not resolved (10 × its slope below the noise)"
-    assert glance.filter_slope(-0.4, 12.9).startswith("not resolved")
-    assert glance.filter_slope(7.7, 12.9) == "7.7 µs"
-    assert glance.filter_slope(0.15, None) == "0.15 µs"
+    assert report_of("04").filter_slope(0.15, 12.9) == "not resolved (10 × its slope below the noise)"
+    assert report_of("04").filter_slope(-0.4, 12.9).startswith("not resolved")
+    assert report_of("04").filter_slope(7.7, 12.9) == "7.7 µs"
+    assert report_of("04").filter_slope(0.15, None) == "0.15 µs"
 
 
 def test_lab_04s_essential_filters_are_not_resolved_and_its_filters_are(committed):
@@ -193,7 +223,7 @@ def test_the_pinned_rows_latency_is_c_over_lambda_and_says_why_abs_mean_is_short
     assert "is shorter because it times only the requests that finished" in text
     # A run whose ab mean agrees with Little's law needs no excuse for it.
     agreeing = {**pinned, "mean_ms": 1000 * pinned["concurrency"] / pinned["requests_per_sec"]}
-    text = glance.pinned_latency(agreeing, None)
+    text = report_of("06").pinned_latency(agreeing, None)
     assert "shorter" not in text and "`ab` timed a mean of" in text
 
 
@@ -222,7 +252,7 @@ def test_a_run_of_a_few_variants_still_gives_every_file_a_sentence(committed):
     bare = {number: glance.Run(number, {**copy.deepcopy(run.data), "variants": []}, run.lab)
             for number, run in committed.items()}
     texts = glance.render(bare)
-    assert set(texts) == {glance.path(name) for name in glance.RULES}
+    assert set(texts) == {glance.path(name) for name in glance.rules()}
     assert "Lab 01's run has no `java-blocking` to work this rule on" in texts[glance.path("pool-bound")]
     assert "`scripts/lab run 04` measures it" in texts[glance.path("filter-cost")]
 
