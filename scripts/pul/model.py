@@ -19,8 +19,8 @@ range where the lab marks a loop with no wait of its own: ROUND_TRIP.)
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # pul.lab imports this module
     from .lab import Prediction
@@ -228,13 +228,12 @@ def combine(prediction: Prediction, calibration: dict | None, concurrency: int,
         # requests in flight) still names the bound.
         if convoy["at"] == DATABASE_CPU or bound_by not in (THREADS, CONNECTIONS, IN_FLIGHT):
             bound_by = convoy["at"]
-        explanation = (f"in lockstep, from the perfect convoy, {convoy_arithmetic(convoy)}, up to the smooth "
-                       f"prediction, {upper:,.0f} req/s ({explanation})")
+        explanation = f"{RANGES[CONVOY].clause(facts[CONVOY], upper)} ({explanation})"
     trip = _round_trip(prediction.facts.get(ROUND_TRIP), server_ms, server_cores, load_ms, open_loop)
     if trip and upper is None and bound_by == SERVER_CPU and trip["floor_requests_per_sec"] < ROUND_TRIP_SHOWN * predicted:
         facts[ROUND_TRIP] = trip
         upper, predicted = predicted, trip["floor_requests_per_sec"]
-        explanation = f"from the round trip in series, {round_trip_arithmetic(trip)}, up to the core's bound ({explanation})"
+        explanation = f"{RANGES[ROUND_TRIP].clause(trip, upper)} ({explanation})"
     elif ROUND_TRIP in facts:
         del facts[ROUND_TRIP]
     return replace(prediction, requests_per_sec=predicted, bound_by=bound_by, bounds=bounds,
@@ -319,6 +318,41 @@ def convoy_arithmetic(convoy: dict) -> str:
     return (f"{convoy['in_service']} {what} / ({convoy['wait_ms']:g} ms wait + {convoy['in_service']} x "
             f"{convoy['cpu_ms']:.3g} ms of CPU per request on {cores:g} core{'s' if cores != 1 else ''}) = "
             f"{convoy['floor_requests_per_sec']:,.0f} req/s")
+
+
+@dataclass(frozen=True)
+class RangeKind:
+    """How a prediction made a range (CONVOY, ROUND_TRIP) names its two ends: in the tables and
+    sentences, and in the checks' band labels, which the test census records by name."""
+
+    key: str  # where the variant's extra keeps the range's arithmetic (CONVOY, ROUND_TRIP)
+    floor: str  # its lower end, "the convoy"
+    upper: str  # its upper end, "the smooth prediction"
+    route: str  # how the floor comes about, "in lockstep, from the perfect convoy"
+    floor_check: str  # the checks' label of the floor's side, "over the convoy floor"
+    upper_check: str  # and of the upper end's, "over the smooth upper end"
+    arithmetic: Callable[[dict], str]
+
+    def clause(self, facts: dict, upper: float) -> str:
+        """'in lockstep, from the perfect convoy, 32 queries / (...) = 204 req/s, up to the smooth
+        prediction, 352 req/s'."""
+        return f"{self.route}, {self.arithmetic(facts)}, up to {self.upper}, {upper:,.0f} req/s"
+
+
+RANGES = {
+    CONVOY: RangeKind(CONVOY, "the convoy", "the smooth prediction", "in lockstep, from the perfect convoy",
+                      "over the convoy floor", "over the smooth upper end", convoy_arithmetic),
+    ROUND_TRIP: RangeKind(ROUND_TRIP, "the round trip", "the core's bound", "from the round trip in series",
+                          "over the round trip's floor", "under the core's bound", round_trip_arithmetic),
+}
+
+
+def range_kind(v: dict) -> RangeKind | None:
+    """The kind of range a variant was predicted as, or None for a single number."""
+    if not v.get("predicted_upper_requests_per_sec"):
+        return None
+    extra = v.get("extra") or {}
+    return next((kind for kind in RANGES.values() if "floor_requests_per_sec" in (extra.get(kind.key) or {})), None)
 
 
 def _queueing(loop: dict | None, bounds: dict, server_cores: float | None) -> dict | None:

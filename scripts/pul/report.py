@@ -174,8 +174,8 @@ def bound_sentence(v: dict) -> str | None:
             + (f"; {model.queueing_arithmetic(queueing)}" if queueing else "")
             + (f"; {convoy}" if convoy else "")
             + f"); measured {_number(v['requests_per_sec'])} ({v['measured_over_predicted']:.2f}"
-            + (f" of {ends[0]}, {v['requests_per_sec'] / v['predicted_upper_requests_per_sec']:.2f} of {ends[1]}"
-               if (ends := _range_ends(v)) else "") + ")"
+            + (f" of {kind.floor}, {v['requests_per_sec'] / v['predicted_upper_requests_per_sec']:.2f} of {kind.upper}"
+               if (kind := model.range_kind(v)) else "") + ")"
             + ((f", with the server's CPU limit {busy:.0%} used" if model.limit_binds(v.get("calibration"))
                 else f", with the server's core{'s' if (v.get('calibration') or {}).get('server_cores', 1) != 1 else ''} "
                 f"{busy:.0%} busy") if busy is not None else "") + "."
@@ -220,34 +220,11 @@ def band_note(v: dict) -> str | None:
             f"({v['bound_by']}), outside the model's band {low:.2f}-{high:.2f}" + band_reasons(v) + ".")
 
 
-def _range_ends(v: dict) -> tuple[str, str] | None:
-    """The names of a ranged prediction's two ends (its floor, its upper end), or None."""
-    if not v.get("predicted_upper_requests_per_sec"):
-        return None
-    extra = v.get("extra") or {}
-    if "floor_requests_per_sec" in (extra.get(model.CONVOY) or {}):
-        return "the convoy", "the smooth prediction"
-    if "floor_requests_per_sec" in (extra.get(model.ROUND_TRIP) or {}):
-        return "the round trip", "the core's bound"
-    return None
-
-
 def convoy_clause(v: dict) -> str | None:
-    """'in lockstep, from the perfect convoy, 32 queries / (...) = 204 req/s, up to the smooth
-    prediction, 352 req/s', for a variant predicted as a range (pul.model.CONVOY), or 'from the
-    round trip in series, 1 request / (...) = 2,538 req/s, up to the core's bound, 3,030 req/s'
-    (pul.model.ROUND_TRIP)."""
-    extra = v.get("extra") or {}
-    convoy, trip = extra.get(model.CONVOY) or {}, extra.get(model.ROUND_TRIP) or {}
-    if not v.get("predicted_upper_requests_per_sec"):
-        return None
-    if "floor_requests_per_sec" in convoy:
-        return (f"in lockstep, from the perfect convoy, {model.convoy_arithmetic(convoy)}, up to the smooth "
-                f"prediction, {_number(v['predicted_upper_requests_per_sec'])} req/s")
-    if "floor_requests_per_sec" in trip:
-        return (f"from the round trip in series, {model.round_trip_arithmetic(trip)}, up to the core's bound, "
-                f"{_number(v['predicted_upper_requests_per_sec'])} req/s")
-    return None
+    """How a variant predicted as a range (pul.model.RANGES) came by it, from its floor up to its
+    upper end, or None."""
+    kind = model.range_kind(v)
+    return kind.clause(v["extra"][kind.key], v["predicted_upper_requests_per_sec"]) if kind else None
 
 
 def _unsettled(v: dict) -> str:

@@ -237,12 +237,11 @@ def model_misses(label: str, v: dict, band: tuple[float, float] = MODEL_BAND,
     if not upper:
         misses = [band_miss(f"{label} measured/predicted",
                             v["measured_over_predicted"] if ratio is None else ratio, *band)]
-    elif (v.get("extra") or {}).get(model.ROUND_TRIP):
-        misses = [band_miss(f"{label} over the round trip's floor", v["measured_over_predicted"], band[0]),
-                  band_miss(f"{label} under the core's bound", v["requests_per_sec"] / upper, high=band[1])]
     else:
-        misses = [band_miss(f"{label} over the convoy floor", v["measured_over_predicted"], band[0]),
-                  band_miss(f"{label} over the smooth upper end", v["requests_per_sec"] / upper, high=band[1])]
+        # A range whose arithmetic the variant does not keep is checked as the convoy's.
+        kind = model.range_kind(v) or model.RANGES[model.CONVOY]
+        misses = [band_miss(f"{label} {kind.floor_check}", v["measured_over_predicted"], band[0]),
+                  band_miss(f"{label} {kind.upper_check}", v["requests_per_sec"] / upper, high=band[1])]
     return [m for m in misses if m]
 
 

@@ -469,3 +469,30 @@ def test_the_round_trip_queues_at_both_the_core_and_ab():
     limited = model.combine(Prediction(None, "echo", facts=model.round_trip_facts(1)),
                             {"server_cpu_ms": 0.33, "server_cores": 0.5, "load_cpu_ms": 0.064, "load_cores": 1}, 1)
     assert limited.upper is None
+
+
+def test_each_kind_of_range_names_its_ends_once_and_the_checks_keep_their_census_labels():
+    """pul.model.RANGES: the table's sentence, the bounds list and the tests name a range's two ends
+    from one place; the checks' labels are the ones the committed census records."""
+    from pul import report
+    from pul.testing import model_misses
+    calibration = {"server_cpu_ms": 0.33, "server_cores": 1, "load_cpu_ms": 0.064, "load_cores": 1}
+    p = model.combine(Prediction(None, "echo", facts=model.round_trip_facts(1)), calibration, 1)
+    trip = {"name": "c=1", "bound_by": p.bound_by, "bounds": p.bounds, "extra": p.facts,
+            "predicted_requests_per_sec": p.requests_per_sec, "predicted_upper_requests_per_sec": p.upper,
+            "requests_per_sec": 100.0, "measured_over_predicted": round(100.0 / p.requests_per_sec, 3)}
+    assert model.range_kind(trip) is model.RANGES[model.ROUND_TRIP]
+    assert p.explanation.startswith(report.convoy_clause(trip) + " (")
+    assert report.convoy_clause(trip) == (
+        "from the round trip in series, 1 request / (0.33 ms of server CPU + 0.064 ms of load-generator CPU) = "
+        "2,538 req/s, up to the core's bound, 3,030 req/s")
+    assert " of the round trip, " in report.bound_sentence(trip) and " of the core's bound" in report.bound_sentence(trip)
+    assert [m.split(":")[0] for m in model_misses("c=1", trip)] == ["c=1 over the round trip's floor"]
+    convoy = {**trip, "extra": {model.CONVOY: {"in_service": 32, "wait_ms": 80, "at": model.DATABASE_CPU,
+                                               "cpu_ms": 2.4, "cores": 1, "floor_requests_per_sec": 204.0}},
+              "predicted_requests_per_sec": 204.0, "predicted_upper_requests_per_sec": 352.0,
+              "requests_per_sec": 400.0, "measured_over_predicted": 1.96}
+    assert model.range_kind(convoy) is model.RANGES[model.CONVOY]
+    assert report.convoy_clause(convoy).startswith("in lockstep, from the perfect convoy, 32 queries / ")
+    assert [m.split(":")[0] for m in model_misses("lockstep", convoy)] == ["lockstep over the smooth upper end"]
+    assert model.range_kind({**convoy, "predicted_upper_requests_per_sec": None}) is None
