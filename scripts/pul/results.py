@@ -154,7 +154,13 @@ def raw_text(results_dir: Path, relative: str) -> str | None:
     path = results_dir / name
     if path.is_file():
         return path.read_text(errors="replace")
-    shown = subprocess.run(["git", "-C", str(results_dir), "show", f"HEAD:./{name.as_posix()}"],
+    return committed_text(results_dir, name.as_posix())
+
+
+def committed_text(folder: Path, relative: str) -> str | None:
+    """A file as git's HEAD holds it, named relative to `folder` (a folder of the checkout); None
+    outside a git checkout or where HEAD has no such file."""
+    shown = subprocess.run(["git", "-C", str(folder), "show", f"HEAD:./{relative}"],
                            capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
     return shown.stdout if shown.returncode == 0 else None
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import machine, model
 from .procs import RUN_ID_VARIABLE, processes_with_run_id, wait_until
+from .results import committed_text
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = [sys.executable, str(REPO / "scripts" / "lab")]
@@ -48,11 +49,8 @@ def committed_results(lab_folder: str, *folder: str) -> dict:
     check the project's own checks on a committed run must not change with it. Outside a git
     checkout (a copy of the files), the file itself."""
     relative = Path("labs", lab_folder, "results", *folder, "latest.json").as_posix()
-    shown = subprocess.run(["git", "-C", str(REPO), "show", f"HEAD:{relative}"], capture_output=True, text=True,
-                           stdin=subprocess.DEVNULL)
-    if shown.returncode == 0:
-        return json.loads(shown.stdout)
-    return json.loads((REPO / relative).read_text())
+    shown = committed_text(REPO, relative)
+    return json.loads(shown if shown is not None else (REPO / relative).read_text())
 
 
 # A results file to check instead of making a smoke run: PUL_SMOKE_RESULTS=labs/NN-name/
