@@ -110,8 +110,9 @@ public final class PoolReport {
   // ANCHOR: commonpool-report
   /**
    * Where CompletableFuture.supplyAsync(work) -- no executor -- really runs.
-   * The JDK uses ForkJoinPool.commonPool() only when its parallelism is above
-   * 1; otherwise every task gets a brand-new thread (ThreadPerTaskExecutor).
+   * Up to Java 21 the JDK uses ForkJoinPool.commonPool() only when its
+   * parallelism is above 1; otherwise every task gets a brand-new thread
+   * (ThreadPerTaskExecutor). Java 25 always uses the common pool (JDK-8319447).
    */
   public static ObjectNode commonPool() {
     Executor actual = new CompletableFuture<Void>().defaultExecutor();
