@@ -177,3 +177,24 @@ def test_the_timeline_shows_the_pool_at_littles_law_and_virtual_threads_without_
     # A share, not the max: an instantaneous sample can catch a passing thread (counts are whole: > c / 10 is >= this).
     within(f"virtual-c={c} share of samples with more JVM threads than c / 10", timeline.share_at(threads, c // 10 + 1),
            high=0.10, context=threads)
+
+
+def test_the_timeline_reads_the_virtual_thread_scheduler_on_java_24_and_later(smoke):
+    # jdk.management.VirtualThreadSchedulerMXBean (Java 24 and later): the carriers busy (virtual
+    # threads mounted), the virtual threads queued for one, the carriers started. On Java 21 the
+    # JDK has no such interface, and the timeline has no such gauges.
+    c = smoke["params"]["high_concurrency"]
+    v = by_name(smoke)
+    virtual, older = v[f"virtual-c={c}"], v["virtual-jdk21"]
+    assert "carriers" not in older["timeline"]["pools"], older["timeline"]["pools"].keys()
+    carriers = virtual["timeline"]["pools"].get("carriers") or {}
+    assert {"busy", "queued", "threads"} <= carriers.keys(), virtual["timeline"]["pools"].keys()
+    # A carrier runs one virtual thread at a time: the mounted ones are at most the carriers started
+    # (a share of samples, not every one: each read is the JDK's estimate).
+    # No virtual thread here blocks where the scheduler compensates with a carrier more (its
+    # Thread.sleep unmounts it): the carriers started stay within the parallelism /pools reports.
+    within(f"virtual-c={c} median carriers started", median(carriers["threads"]), 1,
+           smoke["pools"]["pools"]["carriers"]["threads"], context=carriers)
+    over = [b for b, t in zip(carriers["busy"], carriers["threads"]) if b is not None and t is not None and b > t]
+    within(f"virtual-c={c} share of samples with more virtual threads mounted than carriers",
+           len(over) / len(carriers["busy"]), high=0.10, context=carriers)

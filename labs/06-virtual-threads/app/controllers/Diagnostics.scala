@@ -60,6 +60,8 @@ class Diagnostics @Inject() (
       "virtual_threads"      -> VirtualThreads.available,
       // The virtual-thread scheduler's parallelism: how many virtual threads run at once.
       "carriers"             -> VirtualThreads.carriers,
+      // Whether the timeline has the scheduler's own gauges (carriers.busy, carriers.queued).
+      "scheduler_gauges"     -> VirtualThreads.scheduler.isPresent,
       "work_ms"              -> work.millis,
       "query_ms"             -> query.queryMillis,
       "database_configured"  -> query.configured,
@@ -68,9 +70,17 @@ class Diagnostics @Inject() (
   }
 
   // Virtual threads have no pool to read: the JVM's platform threads (the timeline's own
-  // jvm_threads) show their carriers.
+  // jvm_threads) show their carriers, and from Java 24 on the scheduler itself says how many of
+  // its carriers are busy and how many virtual threads are ready and wait for one.
   def gauges: java.util.Map[String, PoolTimeline.Gauge] = {
     val gauges = new java.util.LinkedHashMap[String, PoolTimeline.Gauge](PoolTimeline.dispatchers(system, Dispatchers.asJava))
+    // ANCHOR: scheduler-gauges
+    VirtualThreads.scheduler.ifPresent { scheduler =>
+      gauges.put("carriers.busy", () => scheduler.mounted)
+      gauges.put("carriers.queued", () => scheduler.queued)
+      gauges.put("carriers.threads", () => scheduler.carriers)
+    }
+    // ANCHOR_END: scheduler-gauges
     Option(query.connectionPool).foreach { pool =>
       // A query holds its connection throughout; threads that want one wait in HikariCP.
       gauges.put("connections.active", () => pool.getActiveConnections.toLong)

@@ -3,6 +3,8 @@ package work;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.lang.management.ManagementFactory;
+import java.lang.management.PlatformManagedObject;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
@@ -84,5 +86,73 @@ public final class VirtualThreads {
     int carriers =
         parallelism != null ? Integer.parseInt(parallelism) : Runtime.getRuntime().availableProcessors();
     return maxPoolSize != null ? Math.min(carriers, Integer.parseInt(maxPoolSize)) : carriers;
+  }
+
+  /**
+   * What the JDK's virtual-thread scheduler is doing now, read from its management interface,
+   * jdk.management.VirtualThreadSchedulerMXBean (Java 24 and later): the virtual threads mounted
+   * on a carrier, those queued for one, and the carriers it has started. Each read is an
+   * estimate, -1 where the JDK cannot tell (the interface's own words).
+   */
+  public static final class Scheduler {
+    private final Object bean;
+    private final MethodHandle mounted;
+    private final MethodHandle queued;
+    private final MethodHandle poolSize;
+
+    // ANCHOR: scheduler
+    private Scheduler(Class<? extends PlatformManagedObject> type) throws ReflectiveOperationException {
+      bean = ManagementFactory.getPlatformMXBean(type);
+      MethodHandles.Lookup lookup = MethodHandles.publicLookup();
+      mounted = lookup.findVirtual(type, "getMountedVirtualThreadCount", MethodType.methodType(int.class));
+      queued = lookup.findVirtual(type, "getQueuedVirtualThreadCount", MethodType.methodType(long.class));
+      poolSize = lookup.findVirtual(type, "getPoolSize", MethodType.methodType(int.class));
+    }
+    // ANCHOR_END: scheduler
+
+    /** Virtual threads mounted on a carrier now: the carriers busy. */
+    public long mounted() {
+      return read(mounted);
+    }
+
+    /** Virtual threads queued to start or to continue: ready, waiting for a carrier. */
+    public long queued() {
+      return read(queued);
+    }
+
+    /** The carrier threads started and not yet ended. */
+    public long carriers() {
+      return read(poolSize);
+    }
+
+    private long read(MethodHandle getter) {
+      try {
+        return ((Number) getter.invoke(bean)).longValue();
+      } catch (RuntimeException | Error e) {
+        throw e;
+      } catch (Throwable e) {
+        throw new IllegalStateException("VirtualThreadSchedulerMXBean failed", e);
+      }
+    }
+  }
+
+  // The scheduler's management interface, or null on a JVM older than 24 (javac 17 cannot name it).
+  private static final Scheduler SCHEDULER = findScheduler();
+
+  private static Scheduler findScheduler() {
+    try {
+      return new Scheduler(Class.forName("jdk.management.VirtualThreadSchedulerMXBean")
+          .asSubclass(PlatformManagedObject.class));
+    } catch (ClassNotFoundException e) {
+      return null; // Java 23 or older
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      throw new IllegalStateException("Java " + Runtime.version() + " has jdk.management.VirtualThreadSchedulerMXBean"
+          + " but it cannot be read", e);
+    }
+  }
+
+  /** The scheduler's management interface, where the JVM has one (Java 24 and later). */
+  public static java.util.Optional<Scheduler> scheduler() {
+    return java.util.Optional.ofNullable(SCHEDULER);
   }
 }
