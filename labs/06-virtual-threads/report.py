@@ -124,27 +124,10 @@ def _medians(v: dict) -> dict:
     return found
 
 
-def _thread_cpu(v: dict) -> dict:
-    """Where a variant's server CPU went, by group of threads (its footprint's thread_cpu: /proc's
-    names, numbers dropped, "application-akk" for Akka's dispatcher threads): per request completed,
-    thread_cpu_ms_GROUP_VARIANT, and as a share of all of it, thread_cpu_share_GROUP_VARIANT."""
-    found, name = {}, claims_key(v["name"])
-    cpu = (v.get("footprint") or {}).get("thread_cpu") or {}
-    total = cpu.get("cpu_seconds")
-    for group in cpu.get("groups", []):
-        where = claims_key(group["name"])
-        if v.get("complete"):
-            found[f"thread_cpu_ms_{where}_{name}"] = round(group["cpu_seconds"] * 1000 / v["complete"], 3)
-        if total:
-            found[f"thread_cpu_share_{where}_{name}"] = round(group["cpu_seconds"] / total, 3)
-    return found
-
-
 def facts(results: dict, lab) -> dict:
     """What the chapter's claims read of a run beyond its records: per variant, Little's law on its
     latency (littles_law_VARIANT, left_waiting_s_VARIANT), the most JVM threads its footprint saw
-    (threads_max_VARIANT), its timeline's medians (_medians) and its CPU by group of threads
-    (_thread_cpu); over the variants whose mean latency
+    (threads_max_VARIANT) and its timeline's medians (_medians); over the variants whose mean latency
     is under SHORT_LATENCY of their run, how many (short_latency_variants, of variants) and their
     least and greatest littles_law (littles_law_short_min, littles_law_short_max); and the variant
     whose server spent the most CPU per request (most_cpu_per_request, its name)."""
@@ -162,7 +145,6 @@ def facts(results: dict, lab) -> dict:
         if v.get("footprint"):
             values[f"threads_max_{name}"] = v["footprint"]["threads_max"]
         values.update(_medians(v))
-        values.update(_thread_cpu(v))
     values["short_latency_variants"] = len(short)
     if short:
         values.update(littles_law_short_min=round(min(short), 4), littles_law_short_max=round(max(short), 4))
