@@ -163,19 +163,14 @@ def throughput_figure(results: dict) -> str:
 
 def timeline_figure(results: dict) -> str:
     """A thousand in flight on the 100-thread pool and on virtual threads (no pool: the JVM's
-    platform threads show their carriers, and on Java 24 and later the scheduler's gauges the
-    carriers busy and the virtual threads waiting for one), and virtual threads waiting for 4
-    connections."""
+    platform threads show their carriers), and virtual threads waiting for 4 connections."""
     high = results["params"]["high_concurrency"]
     return report.timeline_svg(
         results, ["default", f"pool-c={high}", f"virtual-c={high}", "jdbc-connections=4"],
         [("default", "busy", "default dispatcher: busy"), ("default", "queued", "default dispatcher: queued tasks"),
          ("pool", "busy", "100-thread pool: busy"), ("pool", "queued", "100-thread pool: queued tasks"),
          ("connections", "active", "connections: in use"),
-         ("connections", "awaiting", "threads awaiting a connection"),
-         # Java 24 and later: the virtual-thread scheduler's own gauges (VirtualThreads.Scheduler).
-         ("carriers", "busy", "carriers: virtual threads mounted"),
-         ("carriers", "queued", "virtual threads waiting for a carrier"), ("jvm", "threads", "JVM platform threads")],
+         ("connections", "awaiting", "threads awaiting a connection"), ("jvm", "threads", "JVM platform threads")],
         "Lab 06: the pools while each variant ran (sampled 20 times a second)")
 
 
