@@ -769,8 +769,7 @@ def latency_figure(results: dict) -> str:
 
 def glance_utilisation_law(lab05: glance.Run) -> str:
     """k ÷ D at the echo's plateau, the core's busy share beside the measured rate."""
-    report = lab05.report()
-    echo = report.echo_model(lab05.data) if report is not None and lab05.data else None
+    echo = echo_model(lab05.data) if lab05.data else None
     v = lab05.variant(f"c={echo['best_c']}") if echo else None
     calibration = (v or {}).get("calibration") or {}
     bound = ((v or {}).get("bounds") or {}).get(model.SERVER_CPU)
@@ -793,10 +792,9 @@ def glance_utilisation_law(lab05: glance.Run) -> str:
 
 def glance_knee(lab05: glance.Run) -> str:
     """c* = m on the fixed road, and c* = λ_max × W₁ for the echo."""
-    report = lab05.report()
-    if report is None or not lab05.data or not (lab05.data.get("pools") or {}).get("pools", {}).get("lanes"):
+    if not lab05.data or not (lab05.data.get("pools") or {}).get("pools", {}).get("lanes"):
         return glance.missing(lab05, "fixed-c=1")
-    road = report.fixed_model(lab05.data)
+    road = fixed_model(lab05.data)
     m, service = road["lanes"], glance.shown(road["work_ms"] / 1000, 3)
     capacity = glance.shown(m / service, 0)
     text = (f"{glance.run_line(lab05)}, the fixed road: *m* = {m} lanes of *S* = {glance.ms(road['work_ms'], 0)}, so "
@@ -812,9 +810,9 @@ def glance_knee(lab05: glance.Run) -> str:
         text += (f" At *c* = {top['concurrency']}: {glance.rate(top['requests_per_sec'])} with *W* = "
                  f"{glance.ms(top['mean_ms'])}, where *c* ÷ *λ*<sub>max</sub> = {top['concurrency']} ÷ "
                  f"{capacity:,.0f}/s = {glance.ms(top['concurrency'] * 1000 / capacity, 0)}.")
-    echo = report.echo_model(lab05.data)
+    echo = echo_model(lab05.data)
     if echo:
-        r1_ms, best, knee_c = report.knee_arithmetic(echo)
+        r1_ms, best, knee_c = knee_arithmetic(echo)
         text += (f" The echo: *W*₁ = {glance.ms(r1_ms, 3)} alone, *λ*<sub>max</sub> = "
                  f"{glance.rate(best)} (its best, at *c* = {echo['best_c']:,}), so *c*\\* = "
                  f"*λ*<sub>max</sub> × *W*₁ = {best:,.0f}/s × {r1_ms / 1000:.6f} s ≈ {knee_c:.1f}.")

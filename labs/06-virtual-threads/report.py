@@ -228,7 +228,7 @@ def glance_virtual_threads(lab06: glance.Run) -> str:
         service = glance.shown(pinned["service_ms"] / 1000, 3)
         parts.append(f"`synchronized-jdk21`, pinned on Java 21: {carriers} carrier{'' if carriers == 1 else 's'} "
                      f"÷ *S* = {carriers} ÷ {service:.3f} s = {glance.rate(carriers / service)}; it served "
-                     f"{pinned['requests_per_sec']:,.1f} req/s. " + pinned_latency(pinned, lab06.report()))
+                     f"{pinned['requests_per_sec']:,.1f} req/s. " + pinned_latency(pinned))
     if jdbc:
         connections = (jdbc.get("extra") or {}).get("connections")
         service = glance.shown(jdbc["service_ms"], 1)
@@ -245,7 +245,7 @@ def glance_virtual_threads(lab06: glance.Run) -> str:
 SHORT_MEAN = 0.9
 
 
-def pinned_latency(v: dict, report) -> str:
+def pinned_latency(v: dict) -> str:
     """W of a pinned step by Little's law, c ÷ λ; and why ab's mean falls short of it, where it does:
     ab times only the requests that finished before its run ended, and the c it left in flight had
     waited too (chapter 6, "The pinned row's latency")."""
@@ -256,8 +256,7 @@ def pinned_latency(v: dict, report) -> str:
         return text + "."
     if v["mean_ms"] / 1000 >= SHORT_MEAN * little_s:
         return text + f", and `ab` timed a mean of {glance.ms(v['mean_ms'], 0)}."
-    left = getattr(report, "left_waiting_s", None) if report is not None else None
-    left_s = left(v) if left is not None else None
+    left_s = left_waiting_s(v)
     return (text + f"; `ab`'s mean, {glance.ms(v['mean_ms'], 0)}, is shorter because it times only the requests "
             f"that finished before its run did, not the {c} it left in flight"
             + (f", which had waited {left_s:.1f} s each on average when it stopped" if left_s else "") + ".")

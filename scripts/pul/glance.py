@@ -60,9 +60,6 @@ class Run:
                 self._facts = {}
         return self._facts
 
-    def report(self):
-        return self.lab.module("report") if self.lab is not None else None
-
 
 def shown(x: float, digits: int) -> float:
     """`x` as the page shows it, to `digits` decimals: a formula's result is worked from its inputs

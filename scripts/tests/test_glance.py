@@ -223,7 +223,7 @@ def test_the_pinned_rows_latency_is_c_over_lambda_and_says_why_abs_mean_is_short
     assert "is shorter because it times only the requests that finished" in text
     # A run whose ab mean agrees with Little's law needs no excuse for it.
     agreeing = {**pinned, "mean_ms": 1000 * pinned["concurrency"] / pinned["requests_per_sec"]}
-    text = report_of("06").pinned_latency(agreeing, None)
+    text = report_of("06").pinned_latency(agreeing)
     assert "shorter" not in text and "`ab` timed a mean of" in text
 
 
