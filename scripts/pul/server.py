@@ -436,6 +436,8 @@ class Server:
         # Added to the driver's environment (a database's address and password).
         self.env = env or {}
         self.child: Child | None = None
+        # Each JIT compiler thread's CPU ticks at its last reading, by thread id (jit_cpu_seconds).
+        self._compiler_ticks: dict[str, int] = {}
 
     @property
     def base_url(self) -> str:
@@ -482,6 +484,7 @@ class Server:
         progress.step(f"starting the server on {self.base_url}"
                       + (f", pinned to CPU {self.server_cpus}" if self.server_cpus is not None else "")
                       + (f", under a CPU limit of {self.cpu_group.limit.describe()}" if self.cpu_group else ""))
+        self._compiler_ticks = {}
         self.child = children.start(self.command(), env=self.child_env(), stdout=self._log,
                                     name="play server")
         deadline = time.monotonic() + timeout
@@ -532,13 +535,14 @@ class Server:
         """CPU time of the JVM's JIT compiler threads so far, or None if it has none to read. CPU,
         not the elapsed compile time /pools reports: on a busy core a compile takes long while
         using little of it."""
-        ticks, found = 0, False
         for task in self._compiler_tasks():
             with contextlib.suppress(OSError, IndexError, ValueError):
                 fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-                ticks += int(fields[11]) + int(fields[12])
-                found = True
-        return ticks / CLOCK_TICKS if found else None
+                self._compiler_ticks[task.name] = int(fields[11]) + int(fields[12])
+        # Summed over every compiler thread seen, the ones that have exited since included (HotSpot
+        # stops an idle dynamic one, UseDynamicNumberOfCompilerThreads): a total that fell when one
+        # exited read as a round without compiles, and its compiles as the requests' CPU.
+        return sum(self._compiler_ticks.values()) / CLOCK_TICKS if self._compiler_ticks else None
 
     def release_compiler(self) -> bool:
         """Let the JIT compiler threads run on every core the driver was given, the load

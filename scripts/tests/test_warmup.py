@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -454,3 +455,22 @@ def test_a_warm_up_of_two_rounds_is_never_far_from_the_core(monkeypatch):
     step = _step(warmup_jit_quiet=0.10, warmup_max_rounds=2)
     result = _warm_up(monkeypatch, [200, 210], step, server, cpu_seconds=0.4, jit_cpu_seconds=0.0, pin=ONE_CORE)
     assert result["settled"] is False and "far_from_the_core" not in result
+
+
+def test_the_compilers_cpu_keeps_what_an_exited_compiler_thread_used(tmp_path, monkeypatch):
+    """HotSpot stops an idle dynamic compiler thread: the total must not fall with it, or a round
+    of compiles reads as none and its CPU as the requests'."""
+    from pul.server import CLOCK_TICKS, Server
+    server = Server(tmp_path / "stage", 1, tmp_path / "log", "0", {})
+
+    def task(tid: str, utime: int, stime: int) -> Path:
+        folder = tmp_path / "task" / tid
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "stat").write_text(f"{tid} (C2 CompilerThre) S" + " 0" * 10 + f" {utime} {stime}" + " 0" * 30)
+        return folder
+
+    alive = [task("11", 300, 100), task("12", 200, 0)]
+    monkeypatch.setattr(server, "_compiler_tasks", lambda: alive)
+    assert server.jit_cpu_seconds() == pytest.approx(600 / CLOCK_TICKS)
+    alive = [task("11", 350, 100)]  # thread 12 exited
+    assert server.jit_cpu_seconds() == pytest.approx(650 / CLOCK_TICKS)
