@@ -144,7 +144,7 @@ class VirtualThreads(Lab):
         return [
             # Thread-bound far below the core: the JIT's progress does not move its rate, so no
             # waiting for it to settle (the next variants' warm-ups do that at ~6x the rate).
-            blocking("default", "blocking-default", "default", warmup_max_rounds=1, warmup_jit_quiet=None),
+            blocking("default", "blocking-default", "default", warmup_max_rounds=2, warmup_jit_quiet=None),
             blocking("virtual", "blocking-virtual", "virtual"),
             # The Scala twin of `virtual`: the same work on the same kind of thread, measured when
             # named (its ~20 s would push the default run past three minutes).
