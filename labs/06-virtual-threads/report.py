@@ -6,7 +6,7 @@ import statistics
 
 from pul import glance, model, report
 from pul.claims import key as claims_key
-from pul.results import MODEL_COLUMNS, _fmt, machine_line, markdown_table
+from pul.results import MODEL_COLUMNS, _fmt, load, machine_line, markdown_table
 
 
 def _runtime(v: dict) -> str:
@@ -124,13 +124,48 @@ def _medians(v: dict) -> dict:
     return found
 
 
+def _carriers(v: dict) -> dict:
+    """The virtual-thread scheduler's gauges over a variant's samples (Java 24 and later): the share
+    of samples with a carrier busy (carriers_busy_share_VARIANT) and the most virtual threads queued
+    for one (carriers_queued_max_VARIANT). A carrier is busy for the few tenths of a millisecond a
+    request's virtual thread runs on it, so a median can land either side of 1 from run to run;
+    a share cannot."""
+    busy = report.timeline_samples(v, "carriers", "busy")
+    queued = report.timeline_samples(v, "carriers", "queued")
+    name = claims_key(v["name"])
+    found = {}
+    if busy:
+        found[f"carriers_busy_share_{name}"] = round(sum(1 for b in busy if b > 0) / len(busy), 3)
+    if queued:
+        found[f"carriers_queued_max_{name}"] = max(queued)
+    return found
+
+
+def _thread_cpu(v: dict) -> dict:
+    """Where a variant's server CPU went, by group of threads (its footprint's thread_cpu: /proc's
+    names, numbers dropped, "application-akk" for Akka's dispatcher threads): per request completed,
+    thread_cpu_ms_GROUP_VARIANT, and as a share of all of it, thread_cpu_share_GROUP_VARIANT."""
+    found, name = {}, claims_key(v["name"])
+    cpu = (v.get("footprint") or {}).get("thread_cpu") or {}
+    total = cpu.get("cpu_seconds")
+    for group in cpu.get("groups", []):
+        where = claims_key(group["name"])
+        if v.get("complete"):
+            found[f"thread_cpu_ms_{where}_{name}"] = round(group["cpu_seconds"] * 1000 / v["complete"], 3)
+        if total:
+            found[f"thread_cpu_share_{where}_{name}"] = round(group["cpu_seconds"] / total, 3)
+    return found
+
+
 def facts(results: dict, lab) -> dict:
     """What the chapter's claims read of a run beyond its records: per variant, Little's law on its
     latency (littles_law_VARIANT, left_waiting_s_VARIANT), the most JVM threads its footprint saw
-    (threads_max_VARIANT) and its timeline's medians (_medians); over the variants whose mean latency
+    (threads_max_VARIANT), its timeline's medians (_medians) and its CPU by group of threads
+    (_thread_cpu); over the variants whose mean latency
     is under SHORT_LATENCY of their run, how many (short_latency_variants, of variants) and their
     least and greatest littles_law (littles_law_short_min, littles_law_short_max); and the variant
-    whose server spent the most CPU per request (most_cpu_per_request, its name)."""
+    whose server spent the most CPU per request (most_cpu_per_request, its name). From the
+    scheduler's own run (scheduler_run), its timelines' medians, prefixed scheduler_."""
     values = {"variants": len(results["variants"])}
     short = []
     for v in results["variants"]:
@@ -145,13 +180,107 @@ def facts(results: dict, lab) -> dict:
         if v.get("footprint"):
             values[f"threads_max_{name}"] = v["footprint"]["threads_max"]
         values.update(_medians(v))
+        values.update(_thread_cpu(v))
     values["short_latency_variants"] = len(short)
     if short:
         values.update(littles_law_short_min=round(min(short), 4), littles_law_short_max=round(max(short), 4))
+    for v in (scheduler_run(lab) or {}).get("variants", []):
+        values.update({f"scheduler_{key}": value for key, value in {**_medians(v), **_carriers(v)}.items()})
     costs = [v for v in results["variants"] if v.get("server_cpu_ms_per_request") is not None]
     if costs:
         values["most_cpu_per_request"] = max(costs, key=lambda v: v["server_cpu_ms_per_request"])["name"]
     return values
+
+
+# -- the passages whose reading depends on the machine (generated, so a re-run cannot leave them stale) --
+
+def _pool_at_high(results: dict) -> tuple[dict, bool] | None:
+    """The 100-thread pool at the footprint's concurrency, and whether its threads bound it (True)
+    or the core did (False); None where neither did or the run lacks what the passages read."""
+    high = results["params"]["high_concurrency"]
+    v = next((v for v in results["variants"] if v["name"] == f"pool-c={high}"), None)
+    bounds = (v or {}).get("bounds") or {}
+    if not v or v.get("bound_by") not in ("threads", model.SERVER_CPU) or None in (
+            bounds.get("threads"), bounds.get(model.SERVER_CPU)):
+        return None
+    return v, v["bound_by"] == "threads"
+
+
+# Closes the timeline's pool-c=1000 bullet, whichever bound the run found.
+POOL_TIMELINE_MORE = ("  Whether the threads or the core bind there depends on the machine, as\n"
+                      "  [below](#a-thousand-in-flight-the-threads-you-no-longer-pay-for) explains.\n")
+
+
+def pool_timeline_markdown(results: dict) -> str:
+    """The timeline's reading of pool-c=1000, by the bound the table names: its threads (all busy,
+    the rest queued) or the core (then how long each thread was held, busy ÷ rate by Little's law,
+    against the work's own time: a thread whose sleep has ended keeps its place in the pool until
+    the core runs it)."""
+    found = _pool_at_high(results)
+    if not found:
+        return ""
+    v, threads_bind = found
+    medians = _medians(v)
+    key = claims_key(v["name"])
+    busy, queued = medians.get(f"pool_busy_median_{key}"), medians.get(f"pool_queued_median_{key}")
+    if busy is None or queued is None:
+        return ""
+    waiting = v["concurrency"] - v["pool_threads"]
+    if threads_bind:
+        return (f"- **{v['name']}**: {busy:,.0f} of the pool's {v['pool_threads']} threads busy at the median, "
+                f"and {queued:,.0f} of the other {waiting:,} requests queued behind them: its threads bind it, "
+                "the bound the table names.\n" + POOL_TIMELINE_MORE)
+    held_ms = busy / v["requests_per_sec"] * 1000
+    return (f"- **{v['name']}**: here the core binds it. {busy:,.0f} of the pool's {v['pool_threads']} threads "
+            f"are busy at the median, each held {busy:,.0f} ÷ {v['requests_per_sec']:,.0f}/s = {held_ms:,.0f} ms "
+            "by Little's law, "
+            + (f"about the {v['service_ms']:g} ms of the work itself" if held_ms <= 1.1 * v["service_ms"] else
+               f"more than the {v['service_ms']:g} ms of the work itself (a thread whose wait has ended keeps "
+               "its place in the pool until the core runs it)")
+            + (f", and {queued:,.0f} tasks wait in its queue.\n" if queued >= 1 else
+               "; its queue is empty at the median: the other requests wait for the core before they reach "
+               "the pool.\n") + POOL_TIMELINE_MORE)
+
+
+def thousand_markdown(results: dict) -> str:
+    """Which bound holds the 100-thread pool at the footprint's concurrency on this machine: its
+    threads' or the core's, whichever is lower here."""
+    found = _pool_at_high(results)
+    if not found:
+        return ""
+    v, threads_bind = found
+    threads, core = v["bounds"]["threads"], v["bounds"][model.SERVER_CPU]
+    arithmetic = (f"its {v['pool_threads']} threads allow {v['pool_threads']} ÷ {v['service_ms']:g} ms = "
+                  f"{threads:,.0f} requests a second")
+    if threads_bind:
+        return (f"The {v['pool_threads']}-thread pool meets its own bound first: {arithmetic}, and this core "
+                f"could serve more of its requests than that ({core:,.0f} a second). On a slower core, whose "
+                f"bound falls below {threads:,.0f}, the core binds all three, and the *bound by* column names "
+                "the server CPU.\n")
+    return (f"The {v['pool_threads']}-thread pool has a bound of its own as well: {arithmetic}. On this machine "
+            f"the core serves fewer of its requests than that ({core:,.0f} a second), so the core binds it too"
+            + (f", if only just, {1 - core / threads:.0%} under the threads' bound" if core > 0.9 * threads else "")
+            + f". On a faster core, whose bound rises above {threads:,.0f}, the pool's threads bind first, and "
+            "the *bound by* column names the threads.\n")
+
+
+def pinned_waiting_markdown(results: dict) -> str:
+    """Why the pinned row's mean latency falls short of Little's law: the requests ab left in flight
+    when its time ran out, whose waiting is in no latency (left_waiting_s)."""
+    v = next((v for v in results["variants"] if v["name"] == "synchronized-jdk21"), None)
+    left, ratio = (left_waiting_s(v), littles_law(v)) if v else (None, None)
+    if left is None or ratio is None or ratio >= 1:
+        return ""
+    total = v["concurrency"] * v["duration_s"]
+    done = v["complete"] * v["mean_ms"] / 1000
+    return (f"This row's mean is {1 - ratio:.0%} under it. The law holds; the run is short. ab stops after "
+            f"{results['params']['seconds']} seconds, and the requests still in flight then count in no latency. "
+            f"Over the run, {v['concurrency']} requests in flight add up to {v['concurrency']} × "
+            f"{v['duration_s']:.1f} s = {total:,.0f} s of waiting. The requests ab completed account for about "
+            f"{done:,.0f} s of it, their number times their mean; the rest belongs to the {v['concurrency']} that "
+            f"ab left behind, which had waited {left:.1f} s each, on average, when it stopped. A row whose requests "
+            f"take {v['service_ms']:g} ms leaves a sliver of its waiting uncounted; this one leaves "
+            f"{left * v['concurrency'] / total:.0%}.\n")
 
 
 def throughput_figure(results: dict) -> str:
@@ -163,15 +292,68 @@ def throughput_figure(results: dict) -> str:
 
 def timeline_figure(results: dict) -> str:
     """A thousand in flight on the 100-thread pool and on virtual threads (no pool: the JVM's
-    platform threads show their carriers), and virtual threads waiting for 4 connections."""
+    platform threads show their carriers, and on Java 24 and later the scheduler's gauges the
+    carriers busy and the virtual threads waiting for one), and virtual threads waiting for 4
+    connections."""
     high = results["params"]["high_concurrency"]
     return report.timeline_svg(
         results, ["default", f"pool-c={high}", f"virtual-c={high}", "jdbc-connections=4"],
         [("default", "busy", "default dispatcher: busy"), ("default", "queued", "default dispatcher: queued tasks"),
          ("pool", "busy", "100-thread pool: busy"), ("pool", "queued", "100-thread pool: queued tasks"),
          ("connections", "active", "connections: in use"),
-         ("connections", "awaiting", "threads awaiting a connection"), ("jvm", "threads", "JVM platform threads")],
+         ("connections", "awaiting", "threads awaiting a connection"),
+         # Java 24 and later: the virtual-thread scheduler's own gauges (VirtualThreads.Scheduler).
+         ("carriers", "busy", "carriers: virtual threads mounted"),
+         ("carriers", "queued", "virtual threads waiting for a carrier"), ("jvm", "threads", "JVM platform threads")],
         "Lab 06: the pools while each variant ran (sampled 20 times a second)")
+
+
+# A run of its own, results/scheduler/: the two variants whose virtual-thread scheduler chapter 6
+# reads (Java 24 and later), made with `scripts/lab run 06 --variant virtual-c=1000 --variant
+# jdbc-connections=4 --results-dir labs/06-virtual-threads/results/scheduler`.
+SCHEDULER_RUN = "scheduler"
+
+
+def scheduler_run(lab) -> dict | None:
+    """The committed run of the scheduler's gauges, if the lab has one."""
+    path = lab.dir / "results" / SCHEDULER_RUN / "latest.json"
+    return load(path) if path.exists() else None
+
+
+def scheduler_figure(run: dict) -> str:
+    """The virtual-thread scheduler's own gauges while a thousand virtual threads share the core and
+    while fifty wait for four connections (VirtualThreads.Scheduler; Java 24 and later)."""
+    names = [v["name"] for v in run["variants"]]
+    return report.timeline_svg(
+        run, names,
+        [("carriers", "busy", "carriers: virtual threads mounted"),
+         ("carriers", "queued", "virtual threads waiting for a carrier"),
+         ("connections", "active", "connections: in use"),
+         ("connections", "awaiting", "threads awaiting a connection")],
+        "Lab 06: the virtual-thread scheduler while each variant ran (Java 25, sampled 20 times a second)")
+
+
+def scheduler_markdown(run: dict, main: dict) -> str:
+    """What the scheduler's gauges showed in its run: at a thousand in flight the carrier busy in a
+    share of the samples and virtual threads queued for it; waiting for connections, the carrier
+    mostly idle and the waiting virtual threads parked in HikariCP, not queued for a carrier."""
+    by_name = {v["name"]: v for v in run["variants"]}
+    high = f"virtual-c={main['params']['high_concurrency']}"
+    jdbc = next((v for name, v in by_name.items() if name.startswith("jdbc-connections=")), None)
+    if high not in by_name or jdbc is None:
+        return ""
+    crowded, waiting = _carriers(by_name[high]), _carriers(jdbc)
+    awaiting = report.timeline_samples(jdbc, "connections", "awaiting")
+    if len(crowded) < 2 or len(waiting) < 2 or not awaiting:
+        return ""
+    c, j = claims_key(high), claims_key(jdbc["name"])
+    return (f"At `{high}` the scheduler's one carrier was busy in {crowded[f'carriers_busy_share_{c}']:.0%} of "
+            f"the samples, and up to {crowded[f'carriers_queued_max_{c}']:,.0f} virtual threads were queued for "
+            "it: each request's virtual thread needs the carrier only briefly, to start and to finish around its "
+            f"sleep, and a thousand of them take turns. At `{jdbc['name']}`, with "
+            f"{statistics.median(awaiting):,.0f} virtual threads waiting for a connection at the median, the "
+            f"carrier was busy in only {waiting[f'carriers_busy_share_{j}']:.0%} of the samples, and its queue "
+            f"never held more than {waiting[f'carriers_queued_max_{j}']:,.0f}.\n")
 
 
 def footprint_figure(results: dict) -> str:
@@ -204,9 +386,15 @@ def render(results: dict, lab) -> dict[str, str]:
         "book/src/generated/lab06-table.md": table,
         "book/src/generated/lab06-footprint.md": footprint_markdown(results),
         "book/src/generated/lab06-summary.md": summary,
+        "book/src/generated/lab06-pool-timeline.md": pool_timeline_markdown(results),
+        "book/src/generated/lab06-thousand.md": thousand_markdown(results),
+        "book/src/generated/lab06-pinned-waiting.md": pinned_waiting_markdown(results),
         "book/src/figures/lab06-throughput.svg": throughput_figure(results),
         "book/src/figures/lab06-footprint.svg": footprint_figure(results),
         "book/src/figures/lab06-timeline.svg": timeline_figure(results),
+        **({"book/src/figures/lab06-scheduler.svg": scheduler_figure(scheduler),
+            "book/src/generated/lab06-scheduler.md": scheduler_markdown(scheduler, results)}
+           if (scheduler := scheduler_run(lab)) else {}),
     }
 
 
