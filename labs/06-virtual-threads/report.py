@@ -141,31 +141,15 @@ def _carriers(v: dict) -> dict:
     return found
 
 
-def _thread_cpu(v: dict) -> dict:
-    """Where a variant's server CPU went, by group of threads (its footprint's thread_cpu: /proc's
-    names, numbers dropped, "application-akk" for Akka's dispatcher threads): per request completed,
-    thread_cpu_ms_GROUP_VARIANT, and as a share of all of it, thread_cpu_share_GROUP_VARIANT."""
-    found, name = {}, claims_key(v["name"])
-    cpu = (v.get("footprint") or {}).get("thread_cpu") or {}
-    total = cpu.get("cpu_seconds")
-    for group in cpu.get("groups", []):
-        where = claims_key(group["name"])
-        if v.get("complete"):
-            found[f"thread_cpu_ms_{where}_{name}"] = round(group["cpu_seconds"] * 1000 / v["complete"], 3)
-        if total:
-            found[f"thread_cpu_share_{where}_{name}"] = round(group["cpu_seconds"] / total, 3)
-    return found
-
-
 def facts(results: dict, lab) -> dict:
     """What the chapter's claims read of a run beyond its records: per variant, Little's law on its
     latency (littles_law_VARIANT, left_waiting_s_VARIANT), the most JVM threads its footprint saw
-    (threads_max_VARIANT), its timeline's medians (_medians) and its CPU by group of threads
-    (_thread_cpu); over the variants whose mean latency
+    (threads_max_VARIANT) and its timeline's medians (_medians); over the variants whose mean latency
     is under SHORT_LATENCY of their run, how many (short_latency_variants, of variants) and their
     least and greatest littles_law (littles_law_short_min, littles_law_short_max); and the variant
     whose server spent the most CPU per request (most_cpu_per_request, its name). From the
-    scheduler's own run (scheduler_run), its timelines' medians, prefixed scheduler_."""
+    scheduler's own run (scheduler_run), its timelines' medians and the scheduler's gauges (_carriers),
+    prefixed scheduler_."""
     values = {"variants": len(results["variants"])}
     short = []
     for v in results["variants"]:
@@ -180,7 +164,6 @@ def facts(results: dict, lab) -> dict:
         if v.get("footprint"):
             values[f"threads_max_{name}"] = v["footprint"]["threads_max"]
         values.update(_medians(v))
-        values.update(_thread_cpu(v))
     values["short_latency_variants"] = len(short)
     if short:
         values.update(littles_law_short_min=round(min(short), 4), littles_law_short_max=round(max(short), 4))
@@ -290,6 +273,14 @@ def throughput_figure(results: dict) -> str:
                  "per request")
 
 
+# The timelines' series both figures draw: HikariCP's connections, and the virtual-thread
+# scheduler's own gauges (VirtualThreads.Scheduler; Java 24 and later, absent before).
+CONNECTION_SERIES = (("connections", "active", "connections: in use"),
+                     ("connections", "awaiting", "threads awaiting a connection"))
+CARRIER_SERIES = (("carriers", "busy", "carriers: virtual threads mounted"),
+                  ("carriers", "queued", "virtual threads waiting for a carrier"))
+
+
 def timeline_figure(results: dict) -> str:
     """A thousand in flight on the 100-thread pool and on virtual threads (no pool: the JVM's
     platform threads show their carriers, and on Java 24 and later the scheduler's gauges the
@@ -300,11 +291,7 @@ def timeline_figure(results: dict) -> str:
         results, ["default", f"pool-c={high}", f"virtual-c={high}", "jdbc-connections=4"],
         [("default", "busy", "default dispatcher: busy"), ("default", "queued", "default dispatcher: queued tasks"),
          ("pool", "busy", "100-thread pool: busy"), ("pool", "queued", "100-thread pool: queued tasks"),
-         ("connections", "active", "connections: in use"),
-         ("connections", "awaiting", "threads awaiting a connection"),
-         # Java 24 and later: the virtual-thread scheduler's own gauges (VirtualThreads.Scheduler).
-         ("carriers", "busy", "carriers: virtual threads mounted"),
-         ("carriers", "queued", "virtual threads waiting for a carrier"), ("jvm", "threads", "JVM platform threads")],
+         *CONNECTION_SERIES, *CARRIER_SERIES, ("jvm", "threads", "JVM platform threads")],
         "Lab 06: the pools while each variant ran (sampled 20 times a second)")
 
 
@@ -326,10 +313,7 @@ def scheduler_figure(run: dict) -> str:
     names = [v["name"] for v in run["variants"]]
     return report.timeline_svg(
         run, names,
-        [("carriers", "busy", "carriers: virtual threads mounted"),
-         ("carriers", "queued", "virtual threads waiting for a carrier"),
-         ("connections", "active", "connections: in use"),
-         ("connections", "awaiting", "threads awaiting a connection")],
+        [*CARRIER_SERIES, *CONNECTION_SERIES],
         "Lab 06: the virtual-thread scheduler while each variant ran (Java 25, sampled 20 times a second)")
 
 
