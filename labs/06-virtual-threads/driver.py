@@ -144,12 +144,17 @@ class VirtualThreads(Lab):
         return [
             # Thread-bound far below the core: the JIT's progress does not move its rate, so no
             # waiting for it to settle (the next variants' warm-ups do that at ~6x the rate).
-            blocking("default", "blocking-default", "default", warmup_max_rounds=2, warmup_jit_quiet=None),
+            blocking("default", "blocking-default", "default", warmup_max_rounds=1, warmup_jit_quiet=None),
             blocking("virtual", "blocking-virtual", "virtual"),
             # The Scala twin of `virtual`: the same work on the same kind of thread, measured when
             # named (its ~20 s would push the default run past three minutes).
             blocking("scala-virtual", "scala-virtual", "virtual", named_only=True),
-            blocking("synchronized-jdk25", "virtual-synchronized", "virtual", extra={"group": "pinning"}),
+            # After `virtual` on its server, the same code on the same threads: its rounds swing by a
+            # quarter either way at the knee (1,026-1,357 req/s, the compiler 12-17% busy) and
+            # seldom settle in eight, so four at most; an unsettled warm-up calibrates again. First on
+            # a cold server (run alone), it warms up as any step.
+            blocking("synchronized-jdk25", "virtual-synchronized", "virtual", warmup_max_rounds=4,
+                     warmup_max_rounds_first=Step.warmup_max_rounds, extra={"group": "pinning"}),
             *(jdbc(size) for size in sizes[:1]),
             # The footprints. A pool starts its threads as tasks arrive, and its idle threads exit
             # after a second (keep-alive-time in application.conf): each variant's count is its own.

@@ -249,9 +249,10 @@ def within_model(label: str, v: dict, band: tuple[float, float] = MODEL_BAND) ->
     assert not misses, "; ".join(misses) + f"; {v}"
 
 
-# The round trip's floor (pul.model.ROUND_TRIP) is near the worst case, not a strict one: a wake-up's
-# latency is charged to neither program. A step's core may sit this share below the floor's use.
-ROUND_TRIP_SLACK = 0.05
+# A range's floor at the core (pul.model.ROUND_TRIP, pul.model.CONVOY) is near the worst case, not a
+# strict one: a wake-up's latency is charged to no program (neither the server nor ab in a round
+# trip; a sleeping request's wait in a convoy). A step's core may sit this share below the floor's use.
+FLOOR_SLACK = 0.05
 
 
 def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_BAND,
@@ -260,7 +261,8 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     misses, not raised): how fully the run used the core the compiler left (measured over the
     bound the run's own CPU per request gives: the model's claim, within `band`), the core busy
     (at least `core_busy`; where another of the step's bounds is below the core's at the run's
-    own CPU per request, that bound instead, and no busy core), and how well the calibration
+    own CPU per request, that bound instead, and no busy core; where the step is a range at the
+    core, from its floor's share of the core up: _floor_share), and how well the calibration
     before the run held (the serving drift, pul.model.serving_drift, within `limit`, or the driver
     measured the step as often as it does, pul.model.MEASUREMENTS). The prediction's own band
     follows from the two: band[0] / (1 + limit) to band[1] / (1 - limit), of its bound or, for a
@@ -283,14 +285,11 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     other = min((bound for name, bound in (v.get("bounds") or {}).items() if name != model.SERVER_CPU and bound),
                 default=float("inf"))
     core_binds = other >= at_the_core
-    # A round trip in series (pul.model.ROUND_TRIP) may leave the core idle while the load generator
-    # works: the core's use and its busy share then start at the floor's share of the core (its
-    # predicted utilisation there, the compiler's CPU left out), less ROUND_TRIP_SLACK.
-    trip = (v.get("extra") or {}).get(model.ROUND_TRIP) or {}
-    floor_share = (min(1.0, trip["floor_requests_per_sec"] * trip["cpu_ms"] / 1000 / trip["cores"])
-                   if trip.get("floor_requests_per_sec") else None)
-    use_low = band[0] if floor_share is None else min(band[0], (1 - ROUND_TRIP_SLACK) * floor_share)
-    busy_low = core_busy if floor_share is None else min(core_busy, (1 - ROUND_TRIP_SLACK) * floor_share)
+    # A range at the core leaves it idle part of the time at its floor, and the core's use and its
+    # busy share then start at the floor's share of the core, less FLOOR_SLACK.
+    floor_share = _floor_share(v, serving_ms / ((calibration.get("server_cores") or 1) - jit))
+    use_low = band[0] if floor_share is None else min(band[0], (1 - FLOOR_SLACK) * floor_share)
+    busy_low = core_busy if floor_share is None else min(core_busy, (1 - FLOOR_SLACK) * floor_share)
     misses = [band_miss(f"{v['name']} measured over the bound at the run's own CPU per request", used, use_low, band[1])
               if core_binds else
               band_miss(f"{v['name']} measured over the bound at the run's own CPU per request",
@@ -303,6 +302,25 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
         misses += model_misses(v["name"], v, (band[0] / (1 + limit), band[1] / (1 - limit)),
                                ratio=with_the_runs_compiler(v))
     return used, [m for m in misses if m], unsteady
+
+
+def _floor_share(v: dict, demand_ms: float) -> float | None:
+    """The share of the server's serving cores a step uses at its range's floor, or None without a
+    range at the core. A round trip in series (pul.model.ROUND_TRIP) leaves the core idle while the
+    load generator works: its predicted utilisation at the floor, from its calibration. A convoy
+    (pul.model.CONVOY, identical waits at the core) leaves it idle while every request waits at
+    once: N x d / (wait + N x d), where d (`demand_ms`) is the run's own CPU per request over the
+    cores the compiler left, since the run's CPU, not the calibration's, decides how long the
+    convoy queues at the core."""
+    extra = v.get("extra") or {}
+    trip = extra.get(model.ROUND_TRIP) or {}
+    if trip.get("floor_requests_per_sec"):
+        return min(1.0, trip["floor_requests_per_sec"] * trip["cpu_ms"] / 1000 / trip["cores"])
+    convoy = extra.get(model.CONVOY) or {}
+    if convoy.get("at") == model.SERVER_CPU and convoy.get("floor_requests_per_sec"):
+        queued = convoy["in_service"] * demand_ms
+        return queued / (convoy["wait_ms"] + queued)
+    return None
 
 
 def decided_at_the_core(v: dict) -> bool:

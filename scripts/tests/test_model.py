@@ -496,3 +496,31 @@ def test_each_kind_of_range_names_its_ends_once_and_the_checks_keep_their_census
     assert report.convoy_clause(convoy).startswith("in lockstep, from the perfect convoy, 32 queries / ")
     assert [m.split(":")[0] for m in model_misses("lockstep", convoy)] == ["lockstep over the smooth upper end"]
     assert model.range_kind({**convoy, "predicted_upper_requests_per_sec": None}) is None
+
+
+def test_the_tests_hold_a_convoy_at_the_core_to_the_convoys_share_of_the_core():
+    """pul.testing.check_at_the_core on a c=50 step of identical 30-ms waits at the core, a range
+    from the perfect convoy up to the smooth prediction (issue 32's lockstep model, at the server):
+    lab 06's `virtual` in a whole-suite run on a fresh clone, 1,231 req/s between its convoy (792)
+    and the smooth prediction (1,423), the core 78% busy, failed the full core's 0.85 before. Its
+    convoy's share of the core at the run's own CPU per request is the floor; below it still fails."""
+    from pul.testing import check_at_the_core
+    calibration = {"server_cpu_ms": 0.637, "server_cores": 1, "jit_share": 0.04}
+    facts = model.in_lockstep(model.loop_facts(50, 30.0))
+    p = model.combine(Prediction(1667.0, model.IN_FLIGHT, facts=facts), calibration, 50)
+    assert p.bound_by == model.SERVER_CPU and p.upper == pytest.approx(1423, abs=2)
+    assert p.requests_per_sec == pytest.approx(792, abs=2)
+
+    def record(rate, busy):
+        return {"name": "virtual", "bound_by": p.bound_by, "bounds": p.bounds, "extra": p.facts,
+                "calibration": calibration, "predicted_requests_per_sec": p.requests_per_sec,
+                "predicted_upper_requests_per_sec": p.upper, "requests_per_sec": rate,
+                "measured_over_predicted": round(rate / p.requests_per_sec, 3),
+                "server_cpu_ms_per_request": busy / rate * 1000 + 0.04 * 1000 / rate,
+                "server_cpu_utilization": busy + 0.04, "jit_share": 0.04}
+    _, missed, _ = check_at_the_core(record(1231.0, 0.747), 0.25)
+    assert missed == [], missed
+    # The same rate with the core as busy as the convoy's share at most (0.525 of the serving core
+    # at 0.663 ms): the run's CPU per request would be far below its calibration's.
+    _, missed, _ = check_at_the_core(record(700.0, 0.30), 0.25)
+    assert any("server core busy" in m for m in missed) and any("own CPU per request" in m for m in missed)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 # second never would. Alone on a cold server, a fresh machine's synchronized-jdk21 spent 20 ms of
 # CPU per request (2 ms warm), its one carrier waiting for the core behind the JIT compiler: 0.84
 # of its bound.
-SMOKE = ("--seconds", "4")
+SMOKE = ("--seconds", "3")
 LAB = this_lab(__file__)
 # The model's band: a measurement this close to the bound it names (pul.model) confirms the model.
 BAND = (0.85, 1.10)
