@@ -140,23 +140,31 @@ def describe_tail(record: dict) -> str:
     return "no answer"
 
 
+def stat_fields(stat: Path) -> list[str] | None:
+    """The fields of a /proc stat file (a process's or a thread's) after its command name, which
+    may hold spaces and parentheses: state(0) ppid(1) pgrp(2) ... utime(11) stime(12). None where
+    the process or thread is gone."""
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def cpu_ticks(fields: list[str]) -> int:
+    """User + system CPU time in stat_fields, in clock ticks (CLOCK_TICKS a second)."""
+    return int(fields[11]) + int(fields[12])
+
+
 def _processes():
-    """(pid, stat fields after the command name) of every live process: state(0) ppid(1)
-    pgrp(2) ... utime(11) stime(12)."""
+    """(pid, stat_fields) of every live process."""
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        yield int(entry.name), fields
+        if entry.name.isdigit() and (fields := stat_fields(entry / "stat")) is not None:
+            yield int(entry.name), fields
 
 
 def _cpu_seconds(select) -> float:
     """User + system CPU time of every live process for which select(pid, stat fields) holds."""
-    total = sum(int(fields[11]) + int(fields[12]) for pid, fields in _processes() if select(pid, fields))
-    return total / CLOCK_TICKS
+    return sum(cpu_ticks(fields) for pid, fields in _processes() if select(pid, fields)) / CLOCK_TICKS
 
 
 def group_pids(pgid: int) -> list[int]:

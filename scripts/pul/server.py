@@ -22,7 +22,7 @@ from pathlib import Path
 from . import cpulimit, playline
 from .errors import BuildFailed, PortBusy, ServerFailed, UsageError
 from .checks import describe_cpus, parse_cpu_list
-from .probe import CLOCK_TICKS, group_cpu_seconds, group_pids
+from .probe import CLOCK_TICKS, cpu_ticks, group_cpu_seconds, group_pids, stat_fields
 from .procs import Child, Children
 from .progress import Progress
 
@@ -536,9 +536,8 @@ class Server:
         not the elapsed compile time /pools reports: on a busy core a compile takes long while
         using little of it."""
         for task in self._compiler_tasks():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-                self._compiler_ticks[task.name] = int(fields[11]) + int(fields[12])
+            if (fields := stat_fields(task / "stat")) is not None:
+                self._compiler_ticks[task.name] = cpu_ticks(fields)
         # Summed over every compiler thread seen, the ones that have exited since included (HotSpot
         # stops an idle dynamic one, UseDynamicNumberOfCompilerThreads): a total that fell when one
         # exited read as a round without compiles, and its compiles as the requests' CPU.

@@ -261,9 +261,10 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     misses, not raised): how fully the run used the core the compiler left (measured over the
     bound the run's own CPU per request gives: the model's claim, within `band`), the core busy
     (at least `core_busy`; where another of the step's bounds is below the core's at the run's
-    own CPU per request, that bound instead, and no busy core; where the step is a range at the
-    core, from its floor's share of the core up: _floor_share), and how well the calibration
-    before the run held (the serving drift, pul.model.serving_drift, within `limit`, or the driver
+    own CPU per request, that bound instead, and no busy core; for a round trip's range, from its
+    floor's share of the core up; for a convoy at the core, the rate within its range at the run's
+    own CPU per request and the core at least the convoy's share busy), and how well the
+    calibration before the run held (the serving drift, pul.model.serving_drift, within `limit`, or the driver
     measured the step as often as it does, pul.model.MEASUREMENTS). The prediction's own band
     follows from the two: band[0] / (1 + limit) to band[1] / (1 - limit), of its bound or, for a
     range, over its floor and under its upper end. `calibrated=False`: a run whose code the JIT
@@ -277,25 +278,21 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     calibration = v.get("calibration") or {}
     serving_ms = calibration["server_cpu_ms"] * (1 + drift)
     used = v["requests_per_sec"] * serving_ms / 1000 / ((calibration.get("server_cores") or 1) - jit)
-    # At the run's own CPU per request the core may no longer be the smallest bound: a drift within
-    # the limit can hand a step near a crossover to the next one (lab 06's pool-c=1000 in a census
-    # run: the core's 3,205 req/s from 0.312 ms calibrated below its 100 threads' 3,333, the
-    # core's 3,745 at the 0.267 ms it served at above them; 3,163 measured, the core 83% busy).
-    at_the_core = v["requests_per_sec"] / used if used else float("inf")
-    other = min((bound for name, bound in (v.get("bounds") or {}).items() if name != model.SERVER_CPU and bound),
-                default=float("inf"))
-    core_binds = other >= at_the_core
-    # A range at the core leaves it idle part of the time at its floor, and the core's use and its
-    # busy share then start at the floor's share of the core, less FLOOR_SLACK.
-    floor_share = _floor_share(v, serving_ms / ((calibration.get("server_cores") or 1) - jit))
-    use_low = band[0] if floor_share is None else min(band[0], (1 - FLOOR_SLACK) * floor_share)
-    busy_low = core_busy if floor_share is None else min(core_busy, (1 - FLOOR_SLACK) * floor_share)
-    misses = [band_miss(f"{v['name']} measured over the bound at the run's own CPU per request", used, use_low, band[1])
-              if core_binds else
-              band_miss(f"{v['name']} measured over the bound at the run's own CPU per request",
-                        v["requests_per_sec"] / other, *band)]
-    if core_binds:
-        misses.append(band_miss(f"{v['name']} server core busy", model.server_busy(v), busy_low))
+    cores = calibration.get("server_cores") or 1
+    convoy = _convoy_at_the_run(v, serving_ms * cores / (cores - jit), cores)
+    if convoy:
+        # Identical waits at the core (pul.model.CONVOY): a range, from the perfect convoy up to the
+        # smooth prediction, each worked at the run's own CPU per request; the core is busy at
+        # least the convoy's share of it. Neither end is the core's full bound: the smooth
+        # prediction of 50 requests waiting 30 ms and using 0.66 ms each keeps it about 91% busy.
+        floor, smooth = convoy
+        share = floor * serving_ms / 1000 / (cores - jit)
+        misses = [band_miss(f"{v['name']} measured over the smooth prediction at the run's own CPU per request",
+                            v["requests_per_sec"] / smooth, min(band[0], (1 - FLOOR_SLACK) * floor / smooth), band[1]),
+                  band_miss(f"{v['name']} server core busy", model.server_busy(v),
+                            min(core_busy, (1 - FLOOR_SLACK) * share))]
+    else:
+        misses = _misses_at_the_bound(v, used, band, core_busy)
     unsteady = len((v.get("extra") or {}).get("remeasured") or []) == model.MEASUREMENTS - 1 and abs(drift) > limit
     if calibrated and not unsteady:
         misses.append(band_miss(f"{v['name']} serving drift", abs(drift), high=limit))
@@ -304,23 +301,42 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     return used, [m for m in misses if m], unsteady
 
 
-def _floor_share(v: dict, demand_ms: float) -> float | None:
-    """The share of the server's serving cores a step uses at its range's floor, or None without a
-    range at the core. A round trip in series (pul.model.ROUND_TRIP) leaves the core idle while the
-    load generator works: its predicted utilisation at the floor, from its calibration. A convoy
-    (pul.model.CONVOY, identical waits at the core) leaves it idle while every request waits at
-    once: N x d / (wait + N x d), where d (`demand_ms`) is the run's own CPU per request over the
-    cores the compiler left, since the run's CPU, not the calibration's, decides how long the
-    convoy queues at the core."""
-    extra = v.get("extra") or {}
-    trip = extra.get(model.ROUND_TRIP) or {}
-    if trip.get("floor_requests_per_sec"):
-        return min(1.0, trip["floor_requests_per_sec"] * trip["cpu_ms"] / 1000 / trip["cores"])
-    convoy = extra.get(model.CONVOY) or {}
-    if convoy.get("at") == model.SERVER_CPU and convoy.get("floor_requests_per_sec"):
-        queued = convoy["in_service"] * demand_ms
-        return queued / (convoy["wait_ms"] + queued)
-    return None
+def _misses_at_the_bound(v: dict, used: float, band: tuple[float, float], core_busy: float) -> list[str]:
+    """check_at_the_core for a step with one bound at the core (no convoy): the core's use (`used`)
+    within `band` and the core busy, or the bound that replaces the core's at the run's own CPU."""
+    # At the run's own CPU per request the core may no longer be the smallest bound: a drift within
+    # the limit can hand a step near a crossover to the next one (lab 06's pool-c=1000 in a census
+    # run: the core's 3,205 req/s from 0.312 ms calibrated below its 100 threads' 3,333, the
+    # core's 3,745 at the 0.267 ms it served at above them; 3,163 measured, the core 83% busy).
+    at_the_core = v["requests_per_sec"] / used if used else float("inf")
+    other = min((bound for name, bound in (v.get("bounds") or {}).items() if name != model.SERVER_CPU and bound),
+                default=float("inf"))
+    if other < at_the_core:
+        return [band_miss(f"{v['name']} measured over the bound at the run's own CPU per request",
+                          v["requests_per_sec"] / other, *band)]
+    # A round trip in series (pul.model.ROUND_TRIP) may leave the core idle while the load generator
+    # works: the core's use and its busy share then start at the floor's share of the core (its
+    # predicted utilisation there, the compiler's CPU left out), less FLOOR_SLACK.
+    trip = (v.get("extra") or {}).get(model.ROUND_TRIP) or {}
+    floor_share = (min(1.0, trip["floor_requests_per_sec"] * trip["cpu_ms"] / 1000 / trip["cores"])
+                   if trip.get("floor_requests_per_sec") else None)
+    use_low = band[0] if floor_share is None else min(band[0], (1 - FLOOR_SLACK) * floor_share)
+    busy_low = core_busy if floor_share is None else min(core_busy, (1 - FLOOR_SLACK) * floor_share)
+    return [band_miss(f"{v['name']} measured over the bound at the run's own CPU per request", used, use_low, band[1]),
+            band_miss(f"{v['name']} server core busy", model.server_busy(v), busy_low)]
+
+
+def _convoy_at_the_run(v: dict, cpu_ms: float, cores: float) -> tuple[float, float] | None:
+    """A step's convoy at the server's core (pul.model.CONVOY) worked at the run's own CPU per
+    request (`cpu_ms`, the compiler's share counted as the model counts it, on `cores`): (the
+    perfect convoy's req/s, the smooth mean-value prediction's), as pul.model._convoy and
+    _queueing work them from the calibration. None without a convoy range at the core."""
+    convoy = (v.get("extra") or {}).get(model.CONVOY) or {}
+    if convoy.get("at") != model.SERVER_CPU or not convoy.get("floor_requests_per_sec"):
+        return None
+    n, wait_ms = convoy["in_service"], convoy["wait_ms"]
+    floor = n / ((wait_ms + n * cpu_ms / cores) / 1000.0)
+    return floor, model.mean_value_analysis(n, wait_ms + cpu_ms, cpu_ms, cores)
 
 
 def decided_at_the_core(v: dict) -> bool:
