@@ -98,6 +98,9 @@ def compiler_share(calibration: dict) -> float:
 # limit: Step.remeasure_drift), up to MEASUREMENTS times in all.
 REMEASURE_DRIFT = 0.25
 MEASUREMENTS = 3
+# The key of a variant's extra that says its calibration and its run disagreed in all MEASUREMENTS:
+# the host moved the core's speed within the run, which the probes around the run may not see.
+UNSTEADY = "unsteady"
 
 
 def serving_drift(v: dict) -> float | None:

@@ -1280,6 +1280,7 @@ def _measured_until_they_agree(step: Step, calibrated_and_measured, progress: Pr
                           f"measurements (serving drift {drifts}): this machine's core is not steady; "
                           "the results record it")
             earlier.pop()
+            record["extra"] = {**record.get("extra", {}), model.UNSTEADY: True}
             break
         progress.note(f"{step.name}: serving a request took {reason['serving_drift']:+.0%} CPU during the run "
                       "against its calibration (a core the host slowed leaves no other trace): "

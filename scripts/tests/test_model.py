@@ -334,6 +334,9 @@ def test_a_step_is_measured_at_most_three_times_and_says_the_core_is_not_steady(
     assert [r["serving_drift"] for r in record["extra"]["remeasured"]] == [-0.353, 0.294]
     assert "disagreed in all 3 measurements (serving drift -35%, +29%, +32%)" in notes[-1]
     assert "not steady" in notes[-1]
+    # The record says so, for the tests' run_lab to measure the run again (pul.testing.host_moved).
+    assert record["extra"][model.UNSTEADY] is True
+    assert model.UNSTEADY not in _measured_again([0.22, 0.34])[0]["extra"]
 
 
 def test_a_step_sets_its_own_limit():

@@ -69,3 +69,23 @@ def test_a_steady_run_or_a_lab_that_does_not_ask_runs_once(stand_in, tmp_path, a
     calls = stand_in(0 if again else 1)
     data = testing.run_lab("05", results_dir=tmp_path / "r", again_if_slowed=again)
     assert calls.read_text() == "1" and data["call"] == 0 and "measured_again" not in data
+
+
+def test_a_run_whose_steps_never_held_their_calibration_is_measured_again(tmp_path, monkeypatch, capsys):
+    """Both probes steady, but a step the driver measured three times without its calibration and
+    its run agreeing (pul.model.UNSTEADY): the host moved the core within the run (census
+    2026-12-07-lab06-range, rep 1), so the run is measured again and says which step saw it."""
+    script = tmp_path / "lab.py"
+    script.write_text(STAND_IN.replace("SLOWED", "0").replace(
+        '"call": calls,', '"call": calls, "variants": [{"name": "per-request-pool-c=1000", '
+                          '"extra": {"unsteady": calls != 1}}, {"name": "virtual", "extra": {}}],'))
+    monkeypatch.setattr(testing, "LAB", [sys.executable, str(script)])
+    monkeypatch.delenv(testing.SMOKE_RESULTS_VARIABLE, raising=False)
+    data = testing.run_lab("06", results_dir=tmp_path / "r", again_if_slowed=1, unsteady_is_slowed=True)
+    assert data["call"] == 1 and data["runs"] == 2
+    assert "per-request-pool-c=1000 served at another CPU per request" in data["measured_again"]
+    assert "virtual" not in data["measured_again"]
+    assert "Measuring the whole run again (1 of at most 1)" in capsys.readouterr().out
+    # A lab whose checks allow such steps (lab 05's, a share of them) is not measured again for them.
+    data = testing.run_lab("05", results_dir=tmp_path / "again", again_if_slowed=1)
+    assert data["call"] == 2 and "runs" not in data
