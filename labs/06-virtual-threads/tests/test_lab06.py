@@ -127,8 +127,10 @@ def test_virtual_threads_need_a_fraction_of_the_pools_threads(smoke):
         # ~1,000 threads (the ratio of the two, 0.971-0.987, said the same with a margin of 1-3%).
         # The sampler's peak counts a thread only while its request is on the server: the ones in
         # ab or in a socket queue at that instant have none, and the JVM's own threads add ~40.
-        # Census 2026-12-07-lab06-convoy: 984-1,042 in ten runs (984 failed a bound of c itself).
-        within(f"per-request-pool-c={c} peak threads", per_request["footprint"]["threads_max"], 0.9 * c)
+        # Censuses 2026-12-07-lab06-convoy and -unsteady: 918-1,044 in twenty runs (984 failed a
+        # bound of c itself, 918 kept 2% above 0.9 c on a slowed core), against virtual-c=1000's
+        # peak of at most c / 10 above.
+        within(f"per-request-pool-c={c} peak threads", per_request["footprint"]["threads_max"], 0.8 * c)
         added = per_request["footprint"]["threads_max"] - virtual["footprint"]["threads_max"]
         within(f"per-request-pool-c={c} resident MB over virtual-c={c}'s",
                per_request["footprint"]["rss_max_mb"] - virtual["footprint"]["rss_max_mb"], added * 4 / 1024)
