@@ -47,9 +47,10 @@ def smoke(tmp_path_factory):
 
 def in_band(v: dict) -> None:
     """On its bound, or within its range (the lab's identical sleeps: pul.model.CONVOY). Where the
-    server's core binds, the run's use of the core and its calibration's drift apart
-    (pul.testing.check_at_the_core, at the step's re-measure limit); where the calibrated CPU per
-    request makes a range at the core without binding it, the core's band."""
+    server's core binds, the run's use of the core (for a convoy, its range worked at the run's
+    own CPU per request) and its calibration's drift apart (pul.testing.check_at_the_core, at the
+    step's re-measure limit); where the calibrated CPU per request makes a range at the core
+    without binding it, the core's band."""
     if model.serving_drift(v) is not None:
         # The driver's default re-measure limit, a quarter: at c=1000 a calibration round (a burst
         # of a thousand connections) and the run differ by more than lab 05's echo steps do, and
