@@ -309,9 +309,15 @@ def _convoy(convoy: dict | None, bounds: dict, shared: dict | None, shared_ms: f
             return None
         cpu_ms, cores = shared_ms or shared["cpu_ms"], shared["cores"]
     n, wait_ms = convoy["in_service"], convoy["wait_ms"]
-    floor = n / ((wait_ms + n * cpu_ms / cores) / 1000.0)
+    floor = convoy_floor(n, wait_ms, cpu_ms, cores)
     return {"in_service": n, "wait_ms": wait_ms, "at": at, "cpu_ms": round(cpu_ms, 4), "cores": cores,
             "floor_requests_per_sec": round(floor, 1)}
+
+
+def convoy_floor(in_service: int, wait_ms: float, cpu_ms: float, cores: float) -> float:
+    """Requests/s of the perfect convoy: all `in_service` requests wait `wait_ms` at once, then queue
+    for `cores` cores, `cpu_ms` each, N / (wait + N x s / cores)."""
+    return in_service / ((wait_ms + in_service * cpu_ms / cores) / 1000.0)
 
 
 def convoy_arithmetic(convoy: dict) -> str:

@@ -84,12 +84,12 @@ def run_lab(lab: str, *args: str, results_dir: Path, timeout: float = 900, smoke
     against a model of a steady server), how many times at most to measure again a run whose
     steadiness probes saw the host slow the server's core (pul.machine.slowed_warning), saying so
     each time; the checks judge the last run, whose output says whether the host slowed that one
-    too. (An unsteady host slows runs in spells: census 2026-12-07-final-amd's lab 05, and
-    2026-12-07-whole-suites' rep 1, where the first measurement again was slowed too.)
+    too. (An unsteady host slows runs in spells: the census has runs whose first measurement
+    again was slowed too.)
     `unsteady_is_slowed`: a step whose calibration never held counts as the host's slowing too
-    (host_moved), for a lab whose checks are held to a steady core (lab 06: an unsteady step's
-    drift and model checks are left out, so a run of them would say little); lab 05's allow a
-    share of such steps by design."""
+    (host_moved), for a lab whose checks are held to a steady core: an unsteady step's drift and
+    model checks are left out, so such a run says little. A lab whose checks allow a share of
+    unsteady steps by design leaves it False."""
     given = given_results(lab) if smoke else None
     if given is not None:
         return given
@@ -112,9 +112,9 @@ def run_lab(lab: str, *args: str, results_dir: Path, timeout: float = 900, smoke
 def host_moved(data: dict, unsteady_is_slowed: bool = False) -> str | None:
     """What a run's own instruments saw of a host that moved the server's core's speed, or None:
     the steadiness probes before and after it (pul.machine.slowed_warning), or, within it, steps
-    whose calibration and run disagreed in every measurement the driver made (pul.model.UNSTEADY;
-    census 2026-12-07-lab06-range, rep 1: per-request-pool-c=1000 at +51%, -33%, -35%, its core
-    82% busy, with both probes steady at the median)."""
+    whose calibration and run disagreed in every measurement the driver made (pul.model.UNSTEADY:
+    the host moved the core within the run, which the probes around it may not see), where
+    `unsteady_is_slowed`."""
     slowed = machine.slowed_warning((data.get("machine") or {}).get("steadiness"))
     if slowed:
         return slowed
@@ -297,8 +297,8 @@ def check_at_the_core(v: dict, limit: float, band: tuple[float, float] = MODEL_B
     jit = v.get("jit_share") or 0.0
     calibration = v.get("calibration") or {}
     serving_ms = calibration["server_cpu_ms"] * (1 + drift)
-    used = v["requests_per_sec"] * serving_ms / 1000 / ((calibration.get("server_cores") or 1) - jit)
     cores = calibration.get("server_cores") or 1
+    used = v["requests_per_sec"] * serving_ms / 1000 / (cores - jit)
     convoy = _convoy_at_the_run(v, serving_ms * cores / (cores - jit), cores)
     if convoy:
         # Identical waits at the core (pul.model.CONVOY): a range, from the perfect convoy up to the
@@ -325,9 +325,10 @@ def _misses_at_the_bound(v: dict, used: float, band: tuple[float, float], core_b
     """check_at_the_core for a step with one bound at the core (no convoy): the core's use (`used`)
     within `band` and the core busy, or the bound that replaces the core's at the run's own CPU."""
     # At the run's own CPU per request the core may no longer be the smallest bound: a drift within
-    # the limit can hand a step near a crossover to the next one (lab 06's pool-c=1000 in a census
-    # run: the core's 3,205 req/s from 0.312 ms calibrated below its 100 threads' 3,333, the
-    # core's 3,745 at the 0.267 ms it served at above them; 3,163 measured, the core 83% busy).
+    # the limit can hand a step near a crossover to the next one (a 100-thread pool at c=1000 in a
+    # census run: the core's 3,205 req/s from 0.312 ms calibrated below its threads' 3,333, the
+    # core's 3,745 at the 0.267 ms it served at above them; 3,163 measured, the core 83% busy;
+    # scripts/tests/test_model.py has it).
     at_the_core = v["requests_per_sec"] / used if used else float("inf")
     other = min((bound for name, bound in (v.get("bounds") or {}).items() if name != model.SERVER_CPU and bound),
                 default=float("inf"))
@@ -355,8 +356,7 @@ def _convoy_at_the_run(v: dict, cpu_ms: float, cores: float) -> tuple[float, flo
     if convoy.get("at") != model.SERVER_CPU or not convoy.get("floor_requests_per_sec"):
         return None
     n, wait_ms = convoy["in_service"], convoy["wait_ms"]
-    floor = n / ((wait_ms + n * cpu_ms / cores) / 1000.0)
-    return floor, model.mean_value_analysis(n, wait_ms + cpu_ms, cpu_ms, cores)
+    return model.convoy_floor(n, wait_ms, cpu_ms, cores), model.mean_value_analysis(n, wait_ms + cpu_ms, cpu_ms, cores)
 
 
 def decided_at_the_core(v: dict) -> bool:
