@@ -145,8 +145,9 @@ BUSY_LOAD = 1.0
 STEADY_SHARE = 0.80
 
 
-def slowed_warning(steadiness: dict | None) -> str | None:
-    """What to tell a reader whose run the steadiness probe saw slowed (None: steady, or no probe)."""
+def slowed_warning(steadiness: dict | None, core: str = "the server's core") -> str | None:
+    """What to tell a reader whose run the steadiness probes of `core` saw slowed (None: steady, or
+    no probe)."""
     found = {when: probe["median_share"] for when, probe in (steadiness or {}).items() if probe}
     slow = {when: share for when, share in found.items() if share < STEADY_SHARE}
     # The two probes against each other: a host that slows the core for the whole of one probe
@@ -163,9 +164,21 @@ def slowed_warning(steadiness: dict | None) -> str | None:
                        "a steady core)")
     if drop < STEADY_SHARE:
         reasons.append(f"at {drop:.0%} of its speed in one probe against the other (before and after the run)")
-    return (f"the server's core ran {' and '.join(reasons)}: the host slowed it, and nothing inside this machine "
+    return (f"{core} ran {' and '.join(reasons)}: the host slowed it, and nothing inside this machine "
             "shows why. Every CPU-bound number here is lower than a steady core gives; run again before you keep "
             "them")
+
+
+# The probes a run's machine facts may hold (pul.run.probed_cores), and the core each one timed.
+PROBED_CORES = {"steadiness": "the server's core",
+                # Also the labs' databases' (PostgreSQL is pinned beside the load generator).
+                "load_steadiness": "the load generator's core"}
+
+
+def slowed_warnings(facts: dict) -> list[str]:
+    """slowed_warning for each core a run's machine facts have probes of, the server's first."""
+    return [warning for key, core in PROBED_CORES.items()
+            if (warning := slowed_warning(facts.get(key), core))]
 
 
 def busy_warning(load: float) -> str | None:

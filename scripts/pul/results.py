@@ -281,7 +281,7 @@ def machine_line(results: dict) -> str:
 def steadiness_clause(m: dict) -> str:
     """How steady the server's core was around the run (machine.steadiness), for the machine line:
     the slowest sample of the probes that ran, and the lower of their medians, each as a share of
-    its own probe's fastest sample."""
+    its own probe's fastest sample; the same of the load generator's core, where it was probed."""
     found = {when: probe for when, probe in (m.get("steadiness") or {}).items() if probe}
     if not found:
         return ""
@@ -290,5 +290,8 @@ def steadiness_clause(m: dict) -> str:
     median = min(p["median_share"] for p in probes)
     pinned = (m.get("pinning") or {}).get("server_cpus") is not None
     where = "on the server's core" if pinned else "on any core"
+    load = [probe for probe in (m.get("load_steadiness") or {}).values() if probe]
+    load_clause = (f" (on the load generator's: {min(p['least_share'] for p in load):.0%} at worst, "
+                   f"{min(p['median_share'] for p in load):.0%} at the slower median)" if load else "")
     return (f"; a fixed loop {where}, timed in {probes[0]['sample_s']:g}-s samples {' and '.join(found)} the run, "
-            f"ran at {least:.0%} of its fastest at worst, {median:.0%} at the slower median")
+            f"ran at {least:.0%} of its fastest at worst, {median:.0%} at the slower median{load_clause}")

@@ -53,7 +53,8 @@ class RunOptions:
     # The options as typed that choose the server's set-up (lab options, --set): for the
     # `scripts/lab serve` commands a --target run prints for the steps it has to skip.
     setup_options: tuple[str, ...] = ()
-    # Time the server's core before and after (machine.steadiness): a record for the results;
+    # Time the server's core, and the load generator's, before and after (machine.steadiness): a
+    # record for the results;
     # `scripts/lab check` leaves it out, its verdict does not need it.
     steadiness: bool = True
     # Samples a second of the server's pools during the measured runs (pul.timeline); 0: none.
@@ -1007,7 +1008,7 @@ def run(lab: Lab, params: dict, options: RunOptions, argv: list[str]) -> dict:
                     **{key: pools[key] for key in ("play", "actors") if pools.get(key)},
                     # The JVM as the server saw it: its cores (/pools) and what HotSpot chose.
                     "server_available_processors": pools.get("available_processors"),
-                    "steadiness": steadiness,
+                    **(steadiness or {"steadiness": None}),
                     "server_jvm": None if remote else machine.jvm_flags("java", list(jvm_options(pin["server_cpus"]))),
                     # The newer Java runtimes some of the servers ran on (Step.runtime), as on server_jvm.
                     **({"runtimes": runtime_facts({s.runtime for s in steps}, pin)} if not remote and
@@ -1093,10 +1094,12 @@ SERVER_START_SECONDS = 10
 UNTIMED_RUN_SECONDS = 6
 
 
-def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
+def plan(steps: list[Step], options: RunOptions, probes: int = 1) -> list[tuple[str, float]]:
     """The run's phases and their expected seconds, for the time left (pul.progress.Eta): warm-up
-    rounds at their minimum count, one calibration round where a group has several steps."""
-    steadiness_phases = [("steadiness", machine.STEADINESS_SECONDS)] if _times_steadiness(options) else []
+    rounds at their minimum count, one calibration round where a group has several steps; `probes`
+    steadiness probes before and after (one per core set, probed_cores)."""
+    steadiness_phases = ([("steadiness", machine.STEADINESS_SECONDS * probes)] if _times_steadiness(options)
+                         else [])
     phases: list[tuple[str, float]] = list(steadiness_phases)
     for number, (_, group) in enumerate(group_by_server(steps)):
         phases.append((f"start {number}", SERVER_START_SECONDS))
@@ -1121,13 +1124,15 @@ def plan(steps: list[Step], options: RunOptions) -> list[tuple[str, float]]:
 def _measure_all(bench: Bench, steps: list[Step],
                  remote: RemoteServer | None) -> tuple[dict, list[dict], dict | None, dict[str, float]]:
     """Build, start the services, then one server per set-up: warm up and measure its steps.
-    Returns the first server's /pools report, one record per step, how steady the server's
-    core was right before the first server and right after the last (machine.steadiness; None
-    against a remote server, whose cores the driver cannot reach, or with RunOptions.steadiness
-    off), and the seconds each phase took (Eta.spent)."""
+    Returns the first server's /pools report, one record per step, how steady each probed core
+    set was right before the first server and right after the last (the machine facts' keys of
+    probed_cores, each {"before", "after"} of machine.steadiness; None against a remote server,
+    whose cores the driver cannot reach, or with RunOptions.steadiness off), and the seconds each
+    phase took (Eta.spent)."""
     lab, params, options, pin = bench.lab, bench.params, bench.options, bench.pin
     where, children, progress = bench.where, bench.children, bench.progress
-    eta = bench.eta = Eta(plan(steps, options))
+    probed = probed_cores(bench)
+    eta = bench.eta = Eta(plan(steps, options, probes=len(probed)))
     eta.begin("build")
     # A remote server's build and services (lab 03's database) belong to its machine.
     script = None if remote else build(lab.dir, children, progress, force=options.rebuild)
@@ -1140,7 +1145,8 @@ def _measure_all(bench: Bench, steps: list[Step],
     with started_services as services:
         if _times_steadiness(options):
             # With nothing of the run's own on the core: after the build, before any server.
-            steadiness = {"before": _steadiness(bench.server_cpus, progress, eta, "steadiness")}
+            steadiness = {key: {"before": probe}
+                          for key, probe in _steadiness(probed, progress, eta, "steadiness").items()}
         for number, (setup, group) in enumerate(group_by_server(steps)):
             eta.begin(f"start {number}")
             limit = cpu_limit_of(bench, group[0])
@@ -1169,7 +1175,8 @@ def _measure_all(bench: Bench, steps: list[Step],
                     progress.note(f"note: could not remove the CPU limit's group {cpu_group.path} yet; "
                                   "it goes when this run ends (pul.watchdog)")
         if steadiness is not None:
-            steadiness["after"] = _steadiness(bench.server_cpus, progress, eta, "steadiness again")
+            for key, probe in _steadiness(probed, progress, eta, "steadiness again").items():
+                steadiness[key]["after"] = probe
         eta.begin("stop services")
     return first_pools, variants, steadiness, eta.spent()
 
@@ -1184,15 +1191,34 @@ def _times_steadiness(options: RunOptions) -> bool:
     return options.steadiness and not options.target
 
 
-def _steadiness(cpus: set[int] | None, progress: Progress, eta: Eta, phase: str) -> dict | None:
-    """machine.steadiness as the run's `phase` (plan), saying so when the loop could not run (the
-    run goes on without it)."""
+# The cores a run times (machine.steadiness): the server's, and, when the load generator has cores
+# of its own, theirs. The load generator and the labs' databases (labs 03 and 06 pin PostgreSQL
+# there) run on them, and a host that slows them moves every bound those set as surely as the
+# server's core moves its own.
+
+
+def probed_cores(bench: Bench) -> dict[str, set[int] | None]:
+    """The core sets a run times, by their machine-facts key (machine.PROBED_CORES): the server's
+    cores (None: wherever the scheduler puts the loop), and the load generator's when both are
+    pinned apart."""
+    probed = {"steadiness": bench.server_cpus}
+    if bench.server_cpus and bench.load_cpus and not bench.server_cpus & bench.load_cpus:
+        probed["load_steadiness"] = bench.load_cpus
+    return probed
+
+
+def _steadiness(probed: dict[str, set[int] | None], progress: Progress, eta: Eta, phase: str) -> dict:
+    """machine.steadiness on each probed core set, one after the other (each loop alone, as the
+    probe was sized), as the run's `phase` (plan), saying so when a loop could not run (the run
+    goes on without it)."""
     eta.begin(phase)
-    progress.step(f"how steady this machine's core is: a fixed loop for {machine.STEADINESS_SECONDS:g} s")
-    found = machine.steadiness(cpus)
-    if found is None:
-        progress.note("note: could not time a fixed loop on the server's core; the results will not say how "
-                      "steady the machine was")
+    found = {}
+    for key, cpus in probed.items():
+        core = machine.PROBED_CORES[key]
+        progress.step(f"how steady {core} is: a fixed loop for {machine.STEADINESS_SECONDS:g} s")
+        found[key] = machine.steadiness(sorted(cpus) if cpus else None)
+        if found[key] is None:
+            progress.note(f"note: could not time a fixed loop on {core}; the results will not say how steady it was")
     return found
 
 
@@ -1404,8 +1430,7 @@ def _write_and_print(lab: Lab, data: dict, options: RunOptions, where: Where, ru
     spent = time_line(data)
     if spent:
         print(spent, flush=True)
-    slowed = machine.slowed_warning((data.get("machine") or {}).get("steadiness"))
-    if slowed:
+    for slowed in machine.slowed_warnings(data.get("machine") or {}):
         print(f"warning: {slowed}.", flush=True)
     if skipped:
         print(f"Skipped (the server at {remote.base_url} is set up for other steps):\n" + describe_skipped(skipped),

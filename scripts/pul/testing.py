@@ -82,9 +82,8 @@ def run_lab(lab: str, *args: str, results_dir: Path, timeout: float = 900, smoke
 
     `again_if_slowed`: for checks that a slowed core breaks (latencies in milliseconds, queues
     against a model of a steady server), how many times at most to measure again a run whose
-    steadiness probes saw the host slow the server's core (pul.machine.slowed_warning), saying so
-    each time; the checks judge the last run, whose output says whether the host slowed that one
-    too. (An unsteady host slows runs in spells: the census has runs whose first measurement
+    steadiness probes saw the host slow a core (pul.machine.slowed_warnings), saying so each
+    time; the checks judge the last run, whose output says whether the host slowed that one too. (An unsteady host slows runs in spells: the census has runs whose first measurement
     again was slowed too.)
     `unsteady_is_slowed`: a step whose calibration never held counts as the host's slowing too
     (host_moved), for a lab whose checks are held to a steady core: an unsteady step's drift and
@@ -110,14 +109,14 @@ def run_lab(lab: str, *args: str, results_dir: Path, timeout: float = 900, smoke
 
 
 def host_moved(data: dict, unsteady_is_slowed: bool = False) -> str | None:
-    """What a run's own instruments saw of a host that moved the server's core's speed, or None:
-    the steadiness probes before and after it (pul.machine.slowed_warning), or, within it, steps
-    whose calibration and run disagreed in every measurement the driver made (pul.model.UNSTEADY:
-    the host moved the core within the run, which the probes around it may not see), where
-    `unsteady_is_slowed`."""
-    slowed = machine.slowed_warning((data.get("machine") or {}).get("steadiness"))
+    """What a run's own instruments saw of a host that moved its cores' speed, or None: the
+    steadiness probes before and after it, of the server's core and the load generator's
+    (pul.machine.slowed_warnings), or, within it, steps whose calibration and run disagreed in
+    every measurement the driver made (pul.model.UNSTEADY: the host moved the core within the run,
+    which the probes around it may not see), where `unsteady_is_slowed`."""
+    slowed = machine.slowed_warnings(data.get("machine") or {})
     if slowed:
-        return slowed
+        return "; ".join(slowed)
     unsteady = [v["name"] for v in data.get("variants") or [] if (v.get("extra") or {}).get(model.UNSTEADY)]
     if not unsteady or not unsteady_is_slowed:
         return None

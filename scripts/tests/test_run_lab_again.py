@@ -89,3 +89,17 @@ def test_a_run_whose_steps_never_held_their_calibration_is_measured_again(tmp_pa
     # A lab whose checks allow such steps (lab 05's, a share of them) is not measured again for them.
     data = testing.run_lab("05", results_dir=tmp_path / "again", again_if_slowed=1)
     assert data["call"] == 2 and "runs" not in data
+
+
+def test_a_run_whose_load_generators_core_was_slowed_is_measured_again(tmp_path, monkeypatch, capsys):
+    """The load generator's core carries lab 06's PostgreSQL: its slowing moves the connections'
+    bound as the server's moves the core's, and the server's probes cannot see it."""
+    script = tmp_path / "lab.py"
+    script.write_text(STAND_IN.replace("SLOWED", "0").replace(
+        '"after": after}}}',
+        '"after": after}, "load_steadiness": {"before": {"median_share": 0.98 if calls else 0.6}}}}'))
+    monkeypatch.setattr(testing, "LAB", [sys.executable, str(script)])
+    monkeypatch.delenv(testing.SMOKE_RESULTS_VARIABLE, raising=False)
+    data = testing.run_lab("06", results_dir=tmp_path / "r", again_if_slowed=1)
+    assert data["call"] == 1 and "the load generator's core ran slower" in data["measured_again"]
+    assert "Measuring the whole run again" in capsys.readouterr().out

@@ -103,3 +103,53 @@ def test_a_slowed_core_is_never_passed_over_silently():
     assert "at 65% of its speed in one probe against the other" in slowed and "median" not in slowed
     whole["after"]["fastest_count"] = 1900000
     assert machine.slowed_warning(whole) is None
+
+
+def test_the_load_generators_core_is_probed_too_when_it_has_one_of_its_own(monkeypatch):
+    """PostgreSQL and the load generator run on the load cores (labs 03 and 06): a host that
+    slows those moves the bounds they set, and only a probe of them can say so."""
+    timed = []
+    monkeypatch.setattr(machine, "steadiness",
+                        lambda cpus, *a, **k: timed.append(cpus) or {"cpus": ",".join(map(str, cpus or []))})
+
+    class Quiet:
+        def step(self, _text): pass
+        def note(self, _text): pass
+
+    class Eta:
+        def begin(self, _phase): pass
+
+    def probed(server, load):
+        bench = run_module.Bench.__new__(run_module.Bench)
+        bench.server_cpus, bench.load_cpus = server, load
+        return run_module.probed_cores(bench)
+
+    assert probed({0}, {1}) == {"steadiness": {0}, "load_steadiness": {1}}
+    # Not pinned, or the same cores: the server's probe alone.
+    assert probed(None, None) == {"steadiness": None}
+    assert probed({0, 1}, {1}) == {"steadiness": {0, 1}}
+    found = run_module._steadiness(probed({0}, {1}), Quiet(), Eta(), "steadiness")
+    assert timed == [[0], [1]] and found == {"steadiness": {"cpus": "0"}, "load_steadiness": {"cpus": "1"}}
+    # The plan gives each probe its second.
+    steps = [Step(name="a", endpoint="status", concurrency=1, requests=10, warmup_requests=0)]
+    phases = dict(run_module.plan(steps, run_module.RunOptions(), probes=2))
+    assert phases["steadiness"] == phases["steadiness again"] == 2 * machine.STEADINESS_SECONDS
+
+
+def test_a_slowed_load_generators_core_is_named_and_on_the_machine_line():
+    steady = {"before": {"median_share": 0.97, "least_share": 0.9, "sample_s": 0.1},
+              "after": {"median_share": 0.95, "least_share": 0.88, "sample_s": 0.1}}
+    slowed = {"before": {**steady["before"], "median_share": 0.62, "least_share": 0.5}, "after": steady["after"]}
+    facts = {"steadiness": steady, "load_steadiness": slowed}
+    warnings = machine.slowed_warnings(facts)
+    assert len(warnings) == 1 and warnings[0].startswith("the load generator's core ran slower than its fastest")
+    assert "62% before the run" in warnings[0]
+    assert machine.slowed_warnings({"steadiness": slowed, "load_steadiness": slowed})[0].startswith(
+        "the server's core")
+    assert machine.slowed_warnings({"steadiness": steady}) == []
+    data = {"started_at": "2026-11-27T20:00:00Z", "mode": "default", "target": None,
+            "machine": {"cpu_model": "AMD EPYC", "cores": 2, "memory_gib": 23.5, "os": "Debian", "jdk": "17",
+                        "play": "2.9.11", "ab": "2.3", "pinning": {"server_cpus": "0", "load_cpus": "1"},
+                        "load_average_at_start": 0.5, **facts}}
+    assert ("ran at 88% of its fastest at worst, 95% at the slower median (on the load generator's: 50% at worst, "
+            "62% at the slower median)") in results.machine_line(data)
