@@ -54,8 +54,7 @@ class RunOptions:
     # `scripts/lab serve` commands a --target run prints for the steps it has to skip.
     setup_options: tuple[str, ...] = ()
     # Time the server's core, and the load generator's, before and after (machine.steadiness): a
-    # record for the results;
-    # `scripts/lab check` leaves it out, its verdict does not need it.
+    # record for the results; `scripts/lab check` leaves it out, its verdict does not need it.
     steadiness: bool = True
     # Samples a second of the server's pools during the measured runs (pul.timeline); 0: none.
     timeline_hz: int = timeline.DEFAULT_HZ
