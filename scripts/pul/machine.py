@@ -181,6 +181,20 @@ def slowed_warnings(facts: dict) -> list[str]:
             if (warning := slowed_warning(facts.get(key), core))]
 
 
+def steadiness_share(facts: dict) -> float:
+    """How fast the slowest of a run's probed cores ran, as a share of its own fastest: the least
+    of every probe's median (pul.run.probed_cores, before and after) and of each core's two probes'
+    fastest samples against each other (slowed_warning's two tests). 1.0 with no probe."""
+    shares = [1.0]
+    for key in PROBED_CORES:
+        probes = [probe for probe in (facts.get(key) or {}).values() if probe]
+        shares += [probe["median_share"] for probe in probes if probe.get("median_share") is not None]
+        fastest = [probe.get("fastest_count") for probe in probes]
+        if len(fastest) == 2 and all(fastest):
+            shares.append(min(fastest) / max(fastest))
+    return min(shares)
+
+
 def busy_warning(load: float) -> str | None:
     if load < BUSY_LOAD:
         return None

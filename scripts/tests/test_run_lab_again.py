@@ -103,3 +103,44 @@ def test_a_run_whose_load_generators_core_was_slowed_is_measured_again(tmp_path,
     data = testing.run_lab("06", results_dir=tmp_path / "r", again_if_slowed=1)
     assert data["call"] == 1 and "the load generator's core ran slower" in data["measured_again"]
     assert "Measuring the whole run again" in capsys.readouterr().out
+
+
+def test_when_every_run_was_slowed_the_checks_judge_the_one_slowed_least(tmp_path, monkeypatch, capsys):
+    """Census 2026-12-07-lab06-load, rep 2: the first run's only flaw was the load generator's core
+    at 76% before it, and all its rows were on their bounds; the runs measured again for it were
+    slowed more (54%, 70%), and the last failed. The checks now judge the first: chosen by the
+    probes, not by the checks."""
+    script = tmp_path / "lab.py"
+    script.write_text(STAND_IN.replace("SLOWED", "0").replace(
+        '"after": after}}}',
+        '"after": after}, "load_steadiness": {"before": {"median_share": [0.76, 0.54, 0.70][calls]}}}}'))
+    monkeypatch.setattr(testing, "LAB", [sys.executable, str(script)])
+    monkeypatch.delenv(testing.SMOKE_RESULTS_VARIABLE, raising=False)
+    data = testing.run_lab("06", results_dir=tmp_path / "r", again_if_slowed=2)
+    assert data["call"] == 0 and data["judged_run"] == 1 and data["runs"] == 3
+    assert "76% before the run" in data["measured_again"]
+    out = capsys.readouterr().out
+    assert "Its checks judge run 1 of 3, the one the host slowed least by its probes" in out
+    assert "(the slowest core at 76%, 54%, 70% of its fastest in each)" in out
+
+
+def test_the_steadiness_share_is_the_slowest_probe_or_the_drop_between_two():
+    from pul import machine
+
+    assert machine.steadiness_share({}) == 1.0
+    facts = {"steadiness": {"before": {"median_share": 0.93, "fastest_count": 2_000_000},
+                            "after": {"median_share": 0.9, "fastest_count": 1_500_000}},
+             "load_steadiness": {"before": {"median_share": 0.81}, "after": None}}
+    assert machine.steadiness_share(facts) == 0.75
+    facts["load_steadiness"]["before"]["median_share"] = 0.7
+    assert machine.steadiness_share(facts) == 0.7
+
+
+def test_a_run_with_unsteady_steps_is_judged_after_every_run_without():
+    def run(share, unsteady):
+        return {"machine": {"steadiness": {"before": {"median_share": share}}},
+                "variants": [{"name": "v", "extra": {"unsteady": unsteady}}]}
+
+    measured = [run(0.95, True), run(0.6, False), run(0.7, False)]
+    assert testing.judged_run(measured, unsteady_is_slowed=True) == 3
+    assert testing.judged_run(measured) == 1
