@@ -32,10 +32,14 @@ from pathlib import Path
 
 from . import machine
 from .pipes import tolerate_closed_output
+from .procs import processes_with_env, wait_until
 from .progress import clock
 from .testing import CENSUS_VARIABLE
 
 REPO = Path(__file__).resolve().parents[2]
+# Marks every process of one repetition (scripts/test and all it starts), also those in sessions
+# of their own, so that a stopped census waits for them before it removes their clone.
+REPETITION_VARIABLE = "PUL_CENSUS_REPETITION"
 PART_LINE = re.compile(r"^=== (?P<part>\S+): (?P<outcome>PASSED|FAILED) in (?P<seconds>\d+|\?)s"
                        r"(?:, CPU (?P<cpu>\d+)s)?")
 FAILED_TEST = re.compile(r"^FAILED (?P<test>\S+)")
@@ -111,13 +115,14 @@ class Repetition:
         # later repetitions test (None: the clone's HEAD).
         self.repo, self.parts, self.folder, self.commit = repo, parts, folder, commit
         self.popen: subprocess.Popen | None = None
+        self.token = f"{os.getpid()}-{time.monotonic_ns()}"
 
     def run(self) -> dict:
         self.folder.mkdir(parents=True, exist_ok=True)
         bands_file = self.folder / "bands.jsonl"
         log_path = self.folder / "test.log"
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="pul-census-") as scratch:
+        with self.scratch() as scratch:
             clone = Path(scratch) / "clone"
             subprocess.run(["git", "clone", "-q", str(self.repo), str(clone)], check=True,
                            stdin=subprocess.DEVNULL, capture_output=True)
@@ -126,7 +131,7 @@ class Repetition:
                                stdin=subprocess.DEVNULL, capture_output=True)
             commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
                                     text=True).stdout.strip()
-            env = dict(os.environ, **{CENSUS_VARIABLE: str(bands_file)})
+            env = dict(os.environ, **{CENSUS_VARIABLE: str(bands_file), REPETITION_VARIABLE: self.token})
             with log_path.open("w") as log:
                 self.popen = subprocess.Popen([str(clone / "scripts" / "test"), *self.parts], cwd=clone, env=env,
                                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -143,6 +148,34 @@ class Repetition:
         return {"commit": commit, "exit_code": code, "seconds": round(time.monotonic() - started), "parts": parts,
                 "failed_tests": failed, "bands": read_bands(bands_file)}
 
+    @contextlib.contextmanager
+    def scratch(self):
+        """A folder for the clone, removed after the repetition, and after whatever of it still
+        runs (left_behind); a folder that cannot be removed is named, not raised over."""
+        folder = Path(tempfile.mkdtemp(prefix="pul-census-"))
+        try:
+            yield folder
+        finally:
+            self.wait_for_the_rest()
+            shutil.rmtree(folder, ignore_errors=True)
+            if folder.exists():
+                print(f"scripts/test --repeat: note: could not remove {folder} entirely; remove it by hand",
+                      file=sys.stderr)
+
+    def left_behind(self) -> list[int]:
+        """The repetition's processes still running (REPETITION_VARIABLE)."""
+        return processes_with_env(REPETITION_VARIABLE, self.token)
+
+    def wait_for_the_rest(self, grace: float = 60) -> None:
+        """Processes of the repetition that outlive scripts/test (a driver still cleaning up after
+        SIGTERM, a process in a session of its own): given `grace` seconds, then killed."""
+        if wait_until(lambda: not self.left_behind(), grace):
+            return
+        for pid in self.left_behind():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not self.left_behind(), 10)
+
     def stop(self) -> None:
         """Stop scripts/test and everything it started (its session), and wait for them."""
         if self.popen and self.popen.poll() is None:
@@ -154,6 +187,10 @@ class Repetition:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.popen.pid, signal.SIGKILL)
                 self.popen.wait()
+        # Those outside its session get the same signal, and their grace.
+        for pid in self.left_behind():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
 
 
 def summarise(census: list[dict]) -> dict:

@@ -240,7 +240,13 @@ class Children:
 
 def processes_with_run_id(token: str) -> list[int]:
     """PIDs of live processes whose environment carries this run's token."""
-    needle = f"{RUN_ID_VARIABLE}={token}".encode()
+    return processes_with_env(RUN_ID_VARIABLE, token)
+
+
+def processes_with_env(variable: str, value: str) -> list[int]:
+    """PIDs of live processes (not zombies) whose environment has VARIABLE=VALUE: everything a
+    command started, also in sessions of their own, that did not clear its environment."""
+    needle = f"{variable}={value}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():

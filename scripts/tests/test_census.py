@@ -127,17 +127,21 @@ def test_a_folder_that_is_no_census_is_refused(tmp_path):
         census.merge([tmp_path], None)
 
 
+def start_census(stand_in: Path, tmp_path: Path) -> subprocess.Popen:
+    """census.repeat(2 repetitions of part "fake") in a session of its own, its clones under tmp_path."""
+    code = f"import sys; sys.path.insert(0, {str(REPO / 'scripts')!r}); from pul import census; " \
+           f"sys.exit(census.repeat(__import__('pathlib').Path({str(stand_in)!r}), 2, ['fake'], " \
+           f"__import__('pathlib').Path({str(tmp_path / 'census')!r})))"
+    return subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(tmp_path)),
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
 def test_ctrl_c_stops_the_repetition_and_leaves_no_clone(stand_in, tmp_path):
     (stand_in / "SLEEP").write_text("")
     subprocess.run(["git", "add", "SLEEP"], cwd=stand_in, check=True)
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "s"],
                    cwd=stand_in, check=True)
-    code = f"import sys; sys.path.insert(0, {str(REPO / 'scripts')!r}); from pul import census; " \
-           f"sys.exit(census.repeat(__import__('pathlib').Path({str(stand_in)!r}), 2, ['fake'], " \
-           f"__import__('pathlib').Path({str(tmp_path / 'census')!r})))"
-    env = dict(os.environ, TMPDIR=str(tmp_path))
-    driver = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True)
+    driver = start_census(stand_in, tmp_path)
     try:
         deadline = time.monotonic() + 30
         while not (tmp_path / "sleep.pid").exists() and time.monotonic() < deadline:
@@ -151,6 +155,37 @@ def test_ctrl_c_stops_the_repetition_and_leaves_no_clone(stand_in, tmp_path):
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
+
+
+def test_a_process_in_a_session_of_its_own_that_writes_after_the_stop_is_waited_for(stand_in, tmp_path):
+    """A driver under the repetition cleans up after SIGTERM and may write into the clone after
+    scripts/test has gone (a census stopped this way ended in "Directory not empty: 'clone'"); one
+    in a session of its own is not in scripts/test's either. The census waits for both, then
+    removes the clone, without a traceback."""
+    late = tmp_path / "late.pid"
+    (stand_in / "SLEEP").write_text("")
+    stub = (stand_in / "scripts" / "test").read_text().replace(
+        'if [[ -f SLEEP ]]; then',
+        f'setsid bash -c \'trap "sleep 1; echo late >late.txt; exit 0" TERM; echo $$ >{late}; '
+        f'sleep 60 & wait\' &\nif [[ -f SLEEP ]]; then')
+    (stand_in / "scripts" / "test").write_text(stub)
+    subprocess.run(["git", "add", "-A"], cwd=stand_in, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "s"],
+                   cwd=stand_in, check=True)
+    driver = start_census(stand_in, tmp_path)
+    try:
+        assert wait_until(lambda: (tmp_path / "sleep.pid").exists() and late.exists(), 30)
+        os.killpg(driver.pid, signal.SIGTERM)
+        assert driver.wait(60) == 130
+        stderr = driver.stderr.read()
+        assert "Traceback" not in stderr and "stopped" in stderr, stderr
+        assert not list(tmp_path.glob("pul-census-*")), "the clone was left behind"
+        assert not running(int(late.read_text())), "the process in a session of its own was left running"
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        if late.exists() and running(int(late.read_text())):
+            os.kill(int(late.read_text()), signal.SIGKILL)
 
 
 def test_only_a_test_marked_slow_is_measured(monkeypatch):
