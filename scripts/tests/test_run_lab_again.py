@@ -91,15 +91,21 @@ def test_a_run_whose_steps_never_held_their_calibration_is_measured_again(tmp_pa
     assert data["call"] == 2 and "runs" not in data
 
 
-def test_a_run_whose_load_generators_core_was_slowed_is_measured_again(tmp_path, monkeypatch, capsys):
-    """The load generator's core carries lab 06's PostgreSQL: its slowing moves the connections'
-    bound as the server's moves the core's, and the server's probes cannot see it."""
+def load_core_stand_in(tmp_path, monkeypatch, share: str) -> None:
+    """A stand-in whose server's probes are steady and whose load generator's core's probe before
+    the run reads `share` (a Python expression of `calls`, the runs before this one)."""
     script = tmp_path / "lab.py"
     script.write_text(STAND_IN.replace("SLOWED", "0").replace(
         '"after": after}}}',
-        '"after": after}, "load_steadiness": {"before": {"median_share": 0.98 if calls else 0.6}}}}'))
+        '"after": after}, "load_steadiness": {"before": {"median_share": ' + share + '}}}}'))
     monkeypatch.setattr(testing, "LAB", [sys.executable, str(script)])
     monkeypatch.delenv(testing.SMOKE_RESULTS_VARIABLE, raising=False)
+
+
+def test_a_run_whose_load_generators_core_was_slowed_is_measured_again(tmp_path, monkeypatch, capsys):
+    """The load generator's core carries lab 06's PostgreSQL: its slowing moves the connections'
+    bound as the server's moves the core's, and the server's probes cannot see it."""
+    load_core_stand_in(tmp_path, monkeypatch, "0.98 if calls else 0.6")
     data = testing.run_lab("06", results_dir=tmp_path / "r", again_if_slowed=1)
     assert data["call"] == 1 and "the load generator's core ran slower" in data["measured_again"]
     assert "Measuring the whole run again" in capsys.readouterr().out
@@ -110,12 +116,7 @@ def test_when_every_run_was_slowed_the_checks_judge_the_one_slowed_least(tmp_pat
     at 76% before it, and all its rows were on their bounds; the runs measured again for it were
     slowed more (54%, 70%), and the last failed. The checks now judge the first: chosen by the
     probes, not by the checks."""
-    script = tmp_path / "lab.py"
-    script.write_text(STAND_IN.replace("SLOWED", "0").replace(
-        '"after": after}}}',
-        '"after": after}, "load_steadiness": {"before": {"median_share": [0.76, 0.54, 0.70][calls]}}}}'))
-    monkeypatch.setattr(testing, "LAB", [sys.executable, str(script)])
-    monkeypatch.delenv(testing.SMOKE_RESULTS_VARIABLE, raising=False)
+    load_core_stand_in(tmp_path, monkeypatch, "[0.76, 0.54, 0.70][calls]")
     data = testing.run_lab("06", results_dir=tmp_path / "r", again_if_slowed=2)
     assert data["call"] == 0 and data["judged_run"] == 1 and data["runs"] == 3
     assert "76% before the run" in data["measured_again"]
