@@ -145,16 +145,23 @@ BUSY_LOAD = 1.0
 STEADY_SHARE = 0.80
 
 
+def _probe_shares(steadiness: dict | None) -> tuple[dict[str, float], float]:
+    """One core's probes (before, after) as shares of their own speed: each probe's median against
+    its fastest sample, and the two probes' fastest samples against each other (1.0 without two).
+    The second sees a host that slows the core for the whole of one probe, which leaves that probe
+    steady against its own fastest sample (lab 05 in a census here: after the run 0.98 at the
+    median, with its fastest sample at 65% of the one before)."""
+    probes = {when: probe for when, probe in (steadiness or {}).items() if probe}
+    fastest = [probe.get("fastest_count") for probe in probes.values()]
+    drop = min(fastest) / max(fastest) if len(fastest) == 2 and all(fastest) else 1.0
+    return {when: probe["median_share"] for when, probe in probes.items()}, drop
+
+
 def slowed_warning(steadiness: dict | None, core: str = "the server's core") -> str | None:
     """What to tell a reader whose run the steadiness probes of `core` saw slowed (None: steady, or
     no probe)."""
-    found = {when: probe["median_share"] for when, probe in (steadiness or {}).items() if probe}
-    slow = {when: share for when, share in found.items() if share < STEADY_SHARE}
-    # The two probes against each other: a host that slows the core for the whole of one probe
-    # leaves that probe steady against its own fastest sample (lab 05 in a census here: after the
-    # run 0.98 at the median, with its fastest sample at 65% of the one before).
-    fastest = [probe.get("fastest_count") for probe in (steadiness or {}).values() if probe]
-    drop = (min(fastest) / max(fastest) if len(fastest) == 2 and all(fastest) else 1.0)
+    medians, drop = _probe_shares(steadiness)
+    slow = {when: share for when, share in medians.items() if share < STEADY_SHARE}
     if not slow and drop >= STEADY_SHARE:
         return None
     reasons = []
@@ -187,11 +194,8 @@ def steadiness_share(facts: dict) -> float:
     fastest samples against each other (slowed_warning's two tests). 1.0 with no probe."""
     shares = [1.0]
     for key in PROBED_CORES:
-        probes = [probe for probe in (facts.get(key) or {}).values() if probe]
-        shares += [probe["median_share"] for probe in probes if probe.get("median_share") is not None]
-        fastest = [probe.get("fastest_count") for probe in probes]
-        if len(fastest) == 2 and all(fastest):
-            shares.append(min(fastest) / max(fastest))
+        medians, drop = _probe_shares(facts.get(key))
+        shares += [*medians.values(), drop]
     return min(shares)
 
 

@@ -285,13 +285,21 @@ def steadiness_clause(m: dict) -> str:
     found = {when: probe for when, probe in (m.get("steadiness") or {}).items() if probe}
     if not found:
         return ""
-    probes = list(found.values())
-    least = min(p["least_share"] for p in probes)
-    median = min(p["median_share"] for p in probes)
+    sample_s = next(iter(found.values()))["sample_s"]
     pinned = (m.get("pinning") or {}).get("server_cpus") is not None
     where = "on the server's core" if pinned else "on any core"
-    load = [probe for probe in (m.get("load_steadiness") or {}).values() if probe]
-    load_clause = (f" (on the load generator's: {min(p['least_share'] for p in load):.0%} at worst, "
-                   f"{min(p['median_share'] for p in load):.0%} at the slower median)" if load else "")
-    return (f"; a fixed loop {where}, timed in {probes[0]['sample_s']:g}-s samples {' and '.join(found)} the run, "
+    load = _worst_samples(m.get("load_steadiness"))
+    load_clause = (f" (on the load generator's: {load[0]:.0%} at worst, {load[1]:.0%} at the slower median)"
+                   if load else "")
+    least, median = _worst_samples(found)
+    return (f"; a fixed loop {where}, timed in {sample_s:g}-s samples {' and '.join(found)} the run, "
             f"ran at {least:.0%} of its fastest at worst, {median:.0%} at the slower median{load_clause}")
+
+
+def _worst_samples(steadiness: dict | None) -> tuple[float, float] | None:
+    """A core's probes' slowest sample and lower median, each against its own probe's fastest
+    (None: no probe ran)."""
+    probes = [probe for probe in (steadiness or {}).values() if probe]
+    if not probes:
+        return None
+    return min(p["least_share"] for p in probes), min(p["median_share"] for p in probes)

@@ -1190,16 +1190,12 @@ def _times_steadiness(options: RunOptions) -> bool:
     return options.steadiness and not options.target
 
 
-# The cores a run times (machine.steadiness): the server's, and, when the load generator has cores
-# of its own, theirs. The load generator and the labs' databases (labs 03 and 06 pin PostgreSQL
-# there) run on them, and a host that slows them moves every bound those set as surely as the
-# server's core moves its own.
-
-
 def probed_cores(bench: Bench) -> dict[str, set[int] | None]:
-    """The core sets a run times, by their machine-facts key (machine.PROBED_CORES): the server's
-    cores (None: wherever the scheduler puts the loop), and the load generator's when both are
-    pinned apart."""
+    """The core sets a run times (machine.steadiness), by their machine-facts key
+    (machine.PROBED_CORES): the server's cores (None: wherever the scheduler puts the loop), and the
+    load generator's when both are pinned apart. The load generator and the labs' databases (labs
+    03 and 06 pin PostgreSQL there) run on those, and a host that slows them moves every bound they
+    set as surely as the server's core moves its own."""
     probed = {"steadiness": bench.server_cpus}
     if bench.server_cpus and bench.load_cpus and not bench.server_cpus & bench.load_cpus:
         probed["load_steadiness"] = bench.load_cpus
